@@ -1,0 +1,217 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/secret"
+)
+
+func newPlanCmd(sio stdio) *cobra.Command {
+	var vars []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plan PLAN",
+		Short: "Show the nodes a plan expands to, touching nothing",
+		Long: `Plan loads and checks PLAN, expands it into the nodes that apply would run,
+and prints each node with its instance (or, for a matrix cell, the pool it
+will be placed on at run time), its dependencies, its job id and its with:
+values with every ${{ }} expression resolved. ${{ run.id }} stays as written
+(the run id is made by apply) and job ids show RUN in its place. Secret values
+never appear: any value of a declared secret found in the output is shown
+as ***.
+
+It contacts no instance and starts nothing. Exit status 2 when the plan has
+errors.`,
+		Example: `  taoflow plan examples/plans/quickstart.yaml
+  taoflow plan sweep.yaml --var image=nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt
+  taoflow plan --json sweep.yaml | jq '.nodes[].id'`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: planFileCompletion,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, g, err := loadPlan(sio, args[0], vars)
+			if err != nil {
+				return err
+			}
+			red := secretRedactor(p)
+			w := secret.NewWriter(sio.out, red)
+			defer w.Close()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(planJSON(g))
+			}
+			return printPlan(w, g)
+		},
+	}
+	cmd.Flags().StringArrayVar(&vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the expanded graph as JSON")
+	return cmd
+}
+
+// secretRedactor redacts the values of the plan's secrets that are set in
+// taoflow's environment.
+func secretRedactor(p *plan.Plan) *secret.Redactor {
+	var values []string
+	for _, n := range p.SecretNames() {
+		if v, ok := os.LookupEnv(n); ok && v != "" {
+			values = append(values, v)
+		}
+	}
+	return secret.NewRedactor(values...)
+}
+
+func printPlan(w io.Writer, g *engine.Graph) error {
+	p := g.Plan
+	var insts []string
+	for _, in := range p.Instances {
+		desc := fmt.Sprintf("%s (%d slot%s", in.Name, in.Slots, plural(in.Slots))
+		switch {
+		case in.Create:
+			desc += ", created: " + in.CreateType
+		case in.Existing != "":
+			desc += ", existing: " + in.Existing
+		case in.Host != "":
+			desc += ", host: " + in.Host
+		}
+		insts = append(insts, desc+")")
+	}
+	fmt.Fprintf(w, "plan %s (%s)\n", p.Name, p.File)
+	fmt.Fprintf(w, "platform: %s\n", p.Platform.Kind)
+	fmt.Fprintf(w, "instances: %s\n", strings.Join(insts, ", "))
+	fmt.Fprintf(w, "nodes: %d\n", len(g.Nodes))
+	for _, n := range g.Nodes {
+		fmt.Fprintf(w, "\n%s\n", n.ID)
+		where := "on " + n.Instance
+		if n.Cell != nil {
+			where = "placed at run time on one of: " + strings.Join(n.Pool, ", ")
+			if n.Root != "" {
+				where = "on the instance of " + n.Root
+			}
+		}
+		kind := "step"
+		if n.Finally {
+			kind = "finally"
+		}
+		fmt.Fprintf(w, "  %s: %s (uses %s), %s\n", kind, n.Step.ID, n.Step.Uses, where)
+		if n.Cell != nil {
+			fmt.Fprintf(w, "  cell: %s (index %d)\n", n.Cell.ID, n.Cell.Index)
+		}
+		if len(n.Needs) > 0 {
+			fmt.Fprintf(w, "  needs: %s\n", strings.Join(depStrings(n.Needs), ", "))
+		}
+		if n.Finally {
+			fmt.Fprintf(w, "  after: every step on its instance has ended\n")
+		}
+		if n.JobID != "" {
+			fmt.Fprintf(w, "  job: %s\n", n.JobID)
+		}
+		if with := g.With(n, engine.Scope{}); with != nil {
+			var out strings.Builder
+			enc := yaml.NewEncoder(&out)
+			enc.SetIndent(2)
+			if err := enc.Encode(with.Node()); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "  with:\n")
+			for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+	}
+	return nil
+}
+
+func depStrings(deps []engine.Dep) []string {
+	out := make([]string, len(deps))
+	for i, d := range deps {
+		out[i] = d.String()
+	}
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+type nodeJSON struct {
+	ID       string         `json:"id"`
+	Step     string         `json:"step"`
+	Uses     string         `json:"uses"`
+	Instance string         `json:"instance,omitempty"`
+	Pool     []string       `json:"pool,omitempty"`
+	Follows  string         `json:"follows,omitempty"`
+	Cell     *cellJSON      `json:"cell,omitempty"`
+	Finally  bool           `json:"finally,omitempty"`
+	Needs    []depJSON      `json:"needs"`
+	Job      string         `json:"job,omitempty"`
+	With     map[string]any `json:"with,omitempty"`
+}
+
+type cellJSON struct {
+	ID     string            `json:"id"`
+	Index  int               `json:"index"`
+	Values map[string]string `json:"values"`
+}
+
+type depJSON struct {
+	Kind string `json:"kind"` // node, placed, instance
+	Node string `json:"node,omitempty"`
+	Step string `json:"step,omitempty"`
+}
+
+type planOut struct {
+	Name      string         `json:"name"`
+	File      string         `json:"file"`
+	Hash      string         `json:"hash"`
+	Platform  string         `json:"platform"`
+	Instances []instanceJSON `json:"instances"`
+	Nodes     []nodeJSON     `json:"nodes"`
+}
+
+type instanceJSON struct {
+	Name     string `json:"name"`
+	Slots    int    `json:"slots"`
+	Create   string `json:"create,omitempty"`
+	Existing string `json:"existing,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Keep     bool   `json:"keep,omitempty"`
+}
+
+func planJSON(g *engine.Graph) planOut {
+	p := g.Plan
+	out := planOut{Name: p.Name, File: p.File, Hash: p.Hash, Platform: p.Platform.Kind, Instances: []instanceJSON{}, Nodes: []nodeJSON{}}
+	for _, in := range p.Instances {
+		out.Instances = append(out.Instances, instanceJSON{Name: in.Name, Slots: in.Slots, Create: in.CreateType, Existing: in.Existing, Host: in.Host, Keep: in.Keep})
+	}
+	for _, n := range g.Nodes {
+		nj := nodeJSON{ID: n.ID, Step: n.Step.ID, Uses: n.Step.Uses, Instance: n.Instance, Pool: n.Pool, Follows: n.Root, Finally: n.Finally, Job: n.JobID, Needs: []depJSON{}}
+		if n.Cell != nil {
+			c := &cellJSON{ID: n.Cell.ID, Index: n.Cell.Index, Values: map[string]string{}}
+			for _, v := range n.Cell.Values {
+				c.Values[v.Key] = v.Value
+			}
+			nj.Cell = c
+		}
+		for _, d := range n.Needs {
+			kind := map[engine.DepKind]string{engine.DepNode: "node", engine.DepPlaced: "placed", engine.DepInstance: "instance"}[d.Kind]
+			nj.Needs = append(nj.Needs, depJSON{Kind: kind, Node: d.Node, Step: d.Step})
+		}
+		if with := g.With(n, engine.Scope{}); with != nil {
+			nj.With, _ = with.JSON().(map[string]any)
+		}
+		out.Nodes = append(out.Nodes, nj)
+	}
+	return out
+}

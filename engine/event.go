@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"time"
+)
+
+// NodeState is where a node is in its life.
+type NodeState string
+
+// Node states. Terminal: succeeded, failed, skipped, canceled, timed-out.
+const (
+	Pending   NodeState = "pending"
+	Running   NodeState = "running"
+	Succeeded NodeState = "succeeded"
+	Failed    NodeState = "failed"
+	Skipped   NodeState = "skipped"
+	Canceled  NodeState = "canceled"
+	TimedOut  NodeState = "timed-out"
+)
+
+// Terminal reports whether the state is final.
+func (s NodeState) Terminal() bool { return s != Pending && s != Running }
+
+// EventType names what happened.
+type EventType string
+
+// Event types.
+const (
+	RunStarted       EventType = "run-started"
+	InstanceAcquire  EventType = "instance-acquiring"
+	InstanceReady    EventType = "instance-ready"
+	InstanceFailed   EventType = "instance-failed"
+	InstanceRelease  EventType = "instance-releasing"
+	InstanceReleased EventType = "instance-released"
+	InstanceLeft     EventType = "instance-left" // release failed or refused: it may still exist
+	NodePlaced       EventType = "node-placed"
+	NodeStarted      EventType = "node-started"
+	NodeRetrying     EventType = "node-retrying"
+	NodeLog          EventType = "node-log"
+	NodeProgress     EventType = "node-progress"
+	NodeEnded        EventType = "node-ended"
+	FinallyStarted   EventType = "finally-started"
+	RunEnded         EventType = "run-ended"
+)
+
+// Event is what the engine reports; it never prints. Observers receive
+// events from several goroutines, one at a time.
+type Event struct {
+	Time     time.Time `json:"time"`
+	Type     EventType `json:"type"`
+	Node     string    `json:"node,omitempty"`
+	Step     string    `json:"step,omitempty"`
+	Instance string    `json:"instance,omitempty"`
+	State    NodeState `json:"state,omitempty"`
+	Attempt  int       `json:"attempt,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Message  string    `json:"message,omitempty"`
+}
+
+// Observer receives events.
+type Observer interface {
+	Event(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Event calls f.
+func (f ObserverFunc) Event(e Event) { f(e) }

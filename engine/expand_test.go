@@ -1,0 +1,194 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taoflow/taoflow/engine"
+)
+
+func TestExpandPairing(t *testing.T) {
+	g := mustPlan(t, `
+taoflow: 1
+name: pairing
+vars: {img: busybox}
+instances:
+  a: {}
+  b: {}
+  c: {}
+steps:
+  - id: prep
+    uses: preflight
+  - id: pull
+    uses: pull
+    needs: [prep]
+    on: [a, b]
+    with: {image: "${{ vars.img }}"}
+  - id: train
+    uses: run
+    needs: [pull]
+    on: [a, b]
+    matrix: {lr: [0.1, 0.01]}
+    with: {command: "train --lr ${{ matrix.lr }} --out ${{ cell.id }}"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    matrix: inherit
+  - id: report
+    uses: pull
+    needs: [wait]
+    with: {image: x}
+finally:
+  - id: teardown
+    uses: delete
+`)
+	got := map[string]string{}
+	for _, n := range g.Nodes {
+		var deps []string
+		for _, d := range n.Needs {
+			deps = append(deps, d.String())
+		}
+		got[n.ID] = strings.Join(deps, " ")
+	}
+	want := map[string]string{
+		"prep@a": "", "prep@b": "", "prep@c": "",
+		// per-instance needs per-instance on the same instance
+		"pull@a": "prep@a", "pull@b": "prep@b",
+		// a cell needs the per-instance node of wherever it is placed
+		"train[lr=0.1]": "pull@<its instance>", "train[lr=0.01]": "pull@<its instance>",
+		// an inheriting cell needs the same cell
+		"wait[lr=0.1]": "train[lr=0.1]", "wait[lr=0.01]": "train[lr=0.01]",
+		// per-instance needs cells: those placed on it, where it is in the pool…
+		"report@a": "wait[cells placed here]", "report@b": "wait[cells placed here]",
+		// …else every cell
+		"report@c":   "wait[lr=0.1] wait[lr=0.01]",
+		"teardown@a": "", "teardown@b": "", "teardown@c": "",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("needs (-want +got):\n%s", diff)
+	}
+	tr := g.Node("train[lr=0.1]")
+	if tr.Cell.ID != "lr-0.1" || tr.Cell.Index != 0 || tr.JobID != "tf-r1-train-lr-0.1" {
+		t.Errorf("cell = %+v, job %s", tr.Cell, tr.JobID)
+	}
+	if g.Node("wait[lr=0.01]").Root != "train[lr=0.01]" {
+		t.Errorf("inherited node does not follow its cell")
+	}
+	with := g.With(tr, engine.Scope{RunID: "r1"})
+	if cmd := with.Get("command").Text; cmd != "train --lr 0.1 --out lr-0.1" {
+		t.Errorf("command = %q", cmd)
+	}
+}
+
+func TestCellIDsStableAndUnique(t *testing.T) {
+	g := mustPlan(t, `
+taoflow: 1
+name: ids
+instances: {a: {}}
+steps:
+  - id: train
+    uses: run
+    matrix:
+      name: ["a b", "a/b", "x"]
+      n: [1, 2]
+    with: {command: x}
+  - id: wait
+    uses: wait
+    needs: [train]
+    matrix: inherit
+`)
+	seen := map[string]bool{}
+	var ids []string
+	for _, n := range g.StepNodes("train") {
+		if seen[n.Cell.ID] {
+			t.Errorf("duplicate cell id %s", n.Cell.ID)
+		}
+		seen[n.Cell.ID] = true
+		ids = append(ids, n.Cell.ID)
+	}
+	// "a b" and "a/b" both sanitise to a-b: those cells get hashed ids.
+	want := []string{"cell0-", "cell1-", "cell2-", "cell3-", "name-x_n-1", "name-x_n-2"}
+	for i, id := range ids {
+		if !strings.HasPrefix(id, want[i]) {
+			t.Errorf("cell %d id = %s, want prefix %s", i, id, want[i])
+		}
+	}
+	g2 := mustPlan(t, `
+taoflow: 1
+name: ids
+instances: {a: {}}
+steps:
+  - id: train
+    uses: run
+    matrix:
+      name: ["a b", "a/b", "x"]
+      n: [1, 2]
+    with: {command: x}
+  - id: wait
+    uses: wait
+    needs: [train]
+    matrix: inherit
+`)
+	for i, n := range g2.StepNodes("train") {
+		if n.Cell.ID != ids[i] {
+			t.Errorf("cell ids are not stable: %s vs %s", n.Cell.ID, ids[i])
+		}
+	}
+}
+
+func TestShellValuesAreQuoted(t *testing.T) {
+	g := mustPlan(t, `
+taoflow: 1
+name: quote
+instances: {a: {}}
+steps:
+  - id: train
+    uses: run
+    matrix: {tag: ["x; rm -rf ~", "ok"]}
+    with:
+      command: echo ${{ matrix.tag }}
+      results: ~/r/${{ matrix.tag }}
+  - id: wait
+    uses: wait
+    needs: [train]
+    matrix: inherit
+`)
+	w := g.With(g.StepNodes("train")[0], engine.Scope{RunID: "r1"})
+	if got := w.Get("command").Text; got != "echo 'x; rm -rf ~'" {
+		t.Errorf("command = %q", got)
+	}
+	if got := w.Get("results").Text; got != "~/r/x; rm -rf ~" {
+		t.Errorf("non-shell field changed: %q", got)
+	}
+}
+
+// BenchmarkEngine10k measures the engine's own overhead per node on a
+// 10,000-node graph with a no-op executor.
+func BenchmarkEngine10k(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("taoflow: 1\nname: bench\ninstances:\n  a: {slots: 8}\n  b: {slots: 8}\nsteps:\n  - {id: prep, uses: preflight}\n  - id: train\n    uses: run\n    needs: [prep]\n    matrix:\n      i: [")
+	for i := 0; i < 5000; i++ {
+		if i > 0 {
+			src.WriteString(", ")
+		}
+		fmt.Fprint(&src, i)
+	}
+	src.WriteString("]\n    with: {command: x}\n  - {id: wait, uses: wait, needs: [train], matrix: inherit}\n")
+	g := mustPlanB(b, src.String())
+	b.ResetTimer()
+	for b.Loop() {
+		s := engine.Run(context.Background(), g, engine.Config{RunID: "r", Executor: noop{}})
+		if s.Failed() {
+			b.Fatal("failed")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(g.Nodes)), "ns/node")
+}
+
+type noop struct{}
+
+func (noop) Execute(context.Context, *engine.Task) error { return nil }

@@ -1,0 +1,654 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/plan"
+)
+
+// fake is an in-process platform: an Executor and Instances that record
+// what happened and when.
+type fake struct {
+	mu       sync.Mutex
+	do       func(ctx context.Context, t *engine.Task) error
+	log      []string // "start X@inst", "end X@inst", "acquire i", "release i delete"
+	attempts map[string]int
+	running  map[string]int // instance → running cells
+	maxRun   map[string]int
+	events   []engine.Event
+	acquire  func(name string) error
+	release  func(name string, mode engine.ReleaseMode) error
+}
+
+func newFake(do func(ctx context.Context, t *engine.Task) error) *fake {
+	return &fake{do: do, attempts: map[string]int{}, running: map[string]int{}, maxRun: map[string]int{}}
+}
+
+func (f *fake) record(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = append(f.log, s)
+}
+
+func (f *fake) Execute(ctx context.Context, t *engine.Task) error {
+	f.mu.Lock()
+	f.attempts[t.Node.ID]++
+	if t.Node.Cell != nil {
+		f.running[t.Instance]++
+		f.maxRun[t.Instance] = max(f.maxRun[t.Instance], f.running[t.Instance])
+	}
+	f.log = append(f.log, "start "+t.Node.ID+" on "+t.Instance)
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		if t.Node.Cell != nil {
+			f.running[t.Instance]--
+		}
+		f.log = append(f.log, "end "+t.Node.ID+" on "+t.Instance)
+		f.mu.Unlock()
+	}()
+	if f.do == nil {
+		return nil
+	}
+	return f.do(ctx, t)
+}
+
+func (f *fake) Acquire(ctx context.Context, name string) error {
+	f.record("acquire " + name)
+	if f.acquire != nil {
+		return f.acquire(name)
+	}
+	return nil
+}
+
+func (f *fake) Release(ctx context.Context, name string, mode engine.ReleaseMode) error {
+	f.record("release " + name + " " + mode.String())
+	if f.release != nil {
+		return f.release(name, mode)
+	}
+	return nil
+}
+
+func (f *fake) Event(e engine.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, e)
+}
+
+func (f *fake) index(entry string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Index(f.log, entry)
+}
+
+func (f *fake) has(prefix string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, l := range f.log {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func mustPlan(t *testing.T, src string) *engine.Graph {
+	t.Helper()
+	p, diags := plan.Parse("plan.yaml", []byte(src), plan.Options{})
+	if diags.HasErrors() {
+		t.Fatalf("plan has errors:\n%s", diags.Error())
+	}
+	g, err := engine.Expand(p, engine.Options{RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func run(t *testing.T, g *engine.Graph, f *fake, mod ...func(*engine.Config)) engine.Summary {
+	t.Helper()
+	cfg := engine.Config{RunID: "r1", Executor: f, Instances: f, Observer: f}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	done := make(chan engine.Summary)
+	go func() { done <- engine.Run(context.Background(), g, cfg) }()
+	select {
+	case s := <-done:
+		return s
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	return engine.Summary{}
+}
+
+const sweep = `
+taoflow: 1
+name: sweep
+instances:
+  a: {slots: %d}
+  b: {slots: %d}
+steps:
+  - id: pull
+    uses: pull
+    with: {image: busybox}
+  - id: train
+    uses: run
+    needs: [pull]
+    matrix:
+      lr: [1, 2, 3, 4, 5]
+      bs: [8, 16]
+    with: {command: train}
+  - id: wait
+    uses: wait
+    needs: [train]
+    matrix: inherit
+  - id: upload
+    uses: upload-s3
+    needs: [wait]
+    matrix: inherit
+    with: {from: ~/r, to: "file:///tmp/r"}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+func TestSlotsAndEachCellOnce(t *testing.T) {
+	g := mustPlan(t, fmt.Sprintf(sweep, 2, 1))
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		time.Sleep(time.Millisecond)
+		return nil
+	})
+	s := run(t, g, f)
+	if s.Failed() {
+		t.Fatalf("run failed: %v", s.Messages)
+	}
+	for id, n := range f.attempts {
+		if n != 1 {
+			t.Errorf("%s ran %d times", id, n)
+		}
+	}
+	if len(f.attempts) != len(g.Nodes) {
+		t.Errorf("%d of %d nodes ran", len(f.attempts), len(g.Nodes))
+	}
+	if f.maxRun["a"] > 2 || f.maxRun["b"] > 1 {
+		t.Errorf("slots exceeded: %v", f.maxRun)
+	}
+	if f.maxRun["a"] < 1 || f.maxRun["b"] < 1 {
+		t.Errorf("cells not spread over both instances: %v", f.maxRun)
+	}
+	// An inherited node runs on its cell's instance.
+	for _, n := range g.Nodes {
+		if n.Root != "" && s.Placement[n.ID] != s.Placement[n.Root] {
+			t.Errorf("%s ran on %s, its cell on %s", n.ID, s.Placement[n.ID], s.Placement[n.Root])
+		}
+	}
+}
+
+// A cell holds its slot until its last inherited node ends: with one slot
+// per instance, no two cells' nodes overlap on an instance.
+func TestCellHoldsSlotThroughInheritedNodes(t *testing.T) {
+	g := mustPlan(t, fmt.Sprintf(sweep, 1, 1))
+	var mu sync.Mutex
+	active := map[string]map[string]bool{} // instance → cell ids active
+	var violations []string
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.Cell == nil {
+			return nil
+		}
+		mu.Lock()
+		if active[tk.Instance] == nil {
+			active[tk.Instance] = map[string]bool{}
+		}
+		for c := range active[tk.Instance] {
+			if c != tk.Node.Cell.ID {
+				violations = append(violations, fmt.Sprintf("%s started on %s while cell %s was active", tk.Node.ID, tk.Instance, c))
+			}
+		}
+		active[tk.Instance][tk.Node.Cell.ID] = true
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+		if tk.Node.Step.ID == "upload" {
+			delete(active[tk.Instance], tk.Node.Cell.ID)
+		}
+		mu.Unlock()
+		return nil
+	})
+	if s := run(t, g, f); s.Failed() {
+		t.Fatalf("run failed: %v", s.Messages)
+	}
+	if len(violations) > 0 {
+		t.Fatalf("slot violations:\n%s", strings.Join(violations, "\n"))
+	}
+}
+
+func TestPlacementNeedsInstanceUpstream(t *testing.T) {
+	g := mustPlan(t, fmt.Sprintf(sweep, 1, 1))
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.ID == "pull@a" {
+			return errors.New("pull failed")
+		}
+		return nil
+	})
+	s := run(t, g, f)
+	for _, n := range g.Nodes {
+		if n.Cell != nil && s.Placement[n.ID] == "a" {
+			t.Errorf("%s was placed on a, whose pull failed", n.ID)
+		}
+		if n.Cell != nil && s.States[n.ID] != engine.Succeeded {
+			t.Errorf("%s = %s, want succeeded on b", n.ID, s.States[n.ID])
+		}
+	}
+	if s.States["pull@a"] != engine.Failed || !s.Failed() {
+		t.Errorf("pull@a = %s", s.States["pull@a"])
+	}
+}
+
+func TestSkipOnFailure(t *testing.T) {
+	g := mustPlan(t, fmt.Sprintf(sweep, 1, 1))
+	bad := "train[lr=3,bs=16]"
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.ID == bad {
+			return errors.New("exit 3")
+		}
+		return nil
+	})
+	s := run(t, g, f)
+	want := map[string]engine.NodeState{
+		bad:                  engine.Failed,
+		"wait[lr=3,bs=16]":   engine.Skipped,
+		"upload[lr=3,bs=16]": engine.Skipped,
+		"train[lr=3,bs=8]":   engine.Succeeded,
+		"upload[lr=5,bs=16]": engine.Succeeded,
+		"teardown@a":         engine.Succeeded,
+		"teardown@b":         engine.Succeeded,
+	}
+	for id, st := range want {
+		if s.States[id] != st {
+			t.Errorf("%s = %s, want %s (%s)", id, s.States[id], st, s.Messages[id])
+		}
+	}
+	if msg := s.Messages["wait[lr=3,bs=16]"]; msg != "upstream "+bad+" failed" {
+		t.Errorf("skip message = %q", msg)
+	}
+	if _, ran := f.attempts["wait[lr=3,bs=16]"]; ran {
+		t.Error("a skipped node ran")
+	}
+}
+
+func TestRetries(t *testing.T) {
+	src := `
+taoflow: 1
+name: retries
+instances: {a: {}}
+steps:
+  - id: flaky
+    uses: pull
+    retries: {max: %d, backoff: 1ms}
+    with: {image: x}
+`
+	for name, tc := range map[string]struct {
+		retries  int
+		failures int
+		want     engine.NodeState
+		attempts int
+	}{
+		"recovers":      {retries: 2, failures: 2, want: engine.Succeeded, attempts: 3},
+		"gives up":      {retries: 1, failures: 5, want: engine.Failed, attempts: 2},
+		"no retries":    {retries: 0, failures: 1, want: engine.Failed, attempts: 1},
+		"first time ok": {retries: 3, failures: 0, want: engine.Succeeded, attempts: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := mustPlan(t, fmt.Sprintf(src, tc.retries))
+			var calls atomic.Int32
+			f := newFake(func(ctx context.Context, tk *engine.Task) error {
+				if int(calls.Add(1)) <= tc.failures {
+					return errors.New("transient")
+				}
+				return nil
+			})
+			s := run(t, g, f)
+			if s.States["flaky@a"] != tc.want || f.attempts["flaky@a"] != tc.attempts {
+				t.Errorf("state %s after %d attempts, want %s after %d", s.States["flaky@a"], f.attempts["flaky@a"], tc.want, tc.attempts)
+			}
+		})
+	}
+}
+
+func TestTimeoutNamesItsCause(t *testing.T) {
+	g := mustPlan(t, `
+taoflow: 1
+name: timeout
+instances: {a: {}}
+steps:
+  - id: slow
+    uses: pull
+    timeout: 50ms
+    with: {image: x}
+finally:
+  - id: teardown
+    uses: delete
+`)
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.Step.ID == "slow" {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	})
+	s := run(t, g, f)
+	if s.States["slow@a"] != engine.TimedOut || s.Messages["slow@a"] != "step slow timed out after 50ms" {
+		t.Errorf("slow@a = %s (%q)", s.States["slow@a"], s.Messages["slow@a"])
+	}
+	if s.States["teardown@a"] != engine.Succeeded {
+		t.Errorf("finalizer = %s", s.States["teardown@a"])
+	}
+}
+
+func TestFailFastCancelsAndFinalizersRun(t *testing.T) {
+	g := mustPlan(t, `
+taoflow: 1
+name: ff
+fail_fast: true
+instances: {a: {}, b: {}}
+steps:
+  - id: quick
+    uses: pull
+    on: a
+    with: {image: x}
+  - id: long
+    uses: pull
+    on: b
+    with: {image: x}
+  - id: after
+    uses: pull
+    needs: [long]
+    on: b
+    with: {image: x}
+finally:
+  - id: teardown
+    uses: delete
+`)
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		switch tk.Node.Step.ID {
+		case "quick":
+			return errors.New("boom")
+		case "long":
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	})
+	s := run(t, g, f)
+	want := map[string]engine.NodeState{
+		"quick@a": engine.Failed, "long@b": engine.Canceled, "after@b": engine.Canceled,
+		"teardown@a": engine.Succeeded, "teardown@b": engine.Succeeded,
+	}
+	if diff := cmp.Diff(want, s.States); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(s.Messages["long@b"], "fail_fast: quick@a failed") {
+		t.Errorf("cancel cause not named: %q", s.Messages["long@b"])
+	}
+}
+
+func TestFinalizersAfterEveryEnding(t *testing.T) {
+	src := `
+taoflow: 1
+name: endings
+instances: {a: {}}
+steps:
+  - id: work
+    uses: pull
+    with: {image: x}
+finally:
+  - id: teardown
+    uses: delete
+`
+	tests := map[string]struct {
+		do        func(ctx context.Context) error
+		interrupt bool
+		want      engine.NodeState
+	}{
+		"success":   {do: func(context.Context) error { return nil }, want: engine.Succeeded},
+		"failure":   {do: func(context.Context) error { return errors.New("exit 1") }, want: engine.Failed},
+		"panic":     {do: func(context.Context) error { panic("bug in a step") }, want: engine.Failed},
+		"interrupt": {do: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, interrupt: true, want: engine.Canceled},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := mustPlan(t, src)
+			started := make(chan struct{}, 1)
+			var finalCtxErr error
+			f := newFake(func(ctx context.Context, tk *engine.Task) error {
+				if tk.Node.Finally {
+					finalCtxErr = ctx.Err()
+					return nil
+				}
+				started <- struct{}{}
+				return tc.do(ctx)
+			})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			if tc.interrupt {
+				go func() { <-started; cancel(errors.New("interrupted (Ctrl-C)")) }()
+			}
+			s := engine.Run(ctx, g, engine.Config{RunID: "r1", Executor: f, Instances: f, Observer: f})
+			if s.States["work@a"] != tc.want {
+				t.Errorf("work@a = %s (%s), want %s", s.States["work@a"], s.Messages["work@a"], tc.want)
+			}
+			if s.States["teardown@a"] != engine.Succeeded || finalCtxErr != nil {
+				t.Errorf("finalizer = %s, its context: %v", s.States["teardown@a"], finalCtxErr)
+			}
+			if f.index("release a delete") < f.index("end teardown@a on a") {
+				t.Errorf("instance not released after the finalizer: %v", f.log)
+			}
+			if tc.interrupt != s.Interrupted {
+				t.Errorf("Interrupted = %v", s.Interrupted)
+			}
+			if name == "panic" && !strings.Contains(s.Messages["work@a"], "panic: bug in a step") {
+				t.Errorf("panic message: %q", s.Messages["work@a"])
+			}
+			if name == "interrupt" && !strings.Contains(s.Messages["work@a"], "interrupted (Ctrl-C)") {
+				t.Errorf("cancel cause not named: %q", s.Messages["work@a"])
+			}
+		})
+	}
+}
+
+// Early teardown: an instance is released as soon as its own share is
+// done, while the other instance still works.
+func TestEarlyTeardown(t *testing.T) {
+	g := mustPlan(t, `
+taoflow: 1
+name: early
+instances: {fast: {slots: 2}, slow: {slots: 1}}
+steps:
+  - id: train
+    uses: run
+    matrix: {i: [1, 2, 3]}
+    with: {command: x}
+  - id: wait
+    uses: wait
+    needs: [train]
+    matrix: inherit
+finally:
+  - id: teardown
+    uses: delete
+`)
+	releaseSlow := make(chan struct{})
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Instance == "slow" && tk.Node.Step.ID == "wait" {
+			select {
+			case <-releaseSlow:
+			case <-time.After(10 * time.Second):
+				return errors.New("never released")
+			}
+		}
+		return nil
+	})
+	f.release = func(name string, mode engine.ReleaseMode) error {
+		if name == "fast" {
+			close(releaseSlow) // fast goes while slow still works
+		}
+		return nil
+	}
+	s := run(t, g, f)
+	if s.Failed() {
+		t.Fatalf("failed: %v", s.Messages)
+	}
+	if f.index("release fast delete") > f.index("end teardown@slow on slow") {
+		t.Errorf("fast was not released early: %v", f.log)
+	}
+}
+
+func TestUploadFailureStopsInsteadOfDelete(t *testing.T) {
+	g := mustPlan(t, fmt.Sprintf(sweep, 5, 5))
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.Step.ID == "upload" && tk.Instance == "a" {
+			return errors.New("verification mismatch")
+		}
+		return nil
+	})
+	s := run(t, g, f)
+	if got := f.has("release "); !slices.Contains(got, "release a stop") || !slices.Contains(got, "release b delete") {
+		t.Errorf("releases = %v", got)
+	}
+	if !slices.Equal(s.Stopped, []string{"a"}) {
+		t.Errorf("Stopped = %v", s.Stopped)
+	}
+}
+
+func TestReleaseFailureLeavesInstance(t *testing.T) {
+	g := mustPlan(t, fmt.Sprintf(sweep, 1, 1))
+	f := newFake(nil)
+	f.release = func(name string, mode engine.ReleaseMode) error {
+		if name == "b" {
+			return errors.New("brev delete: 500")
+		}
+		return nil
+	}
+	s := run(t, g, f)
+	if !slices.Equal(s.Left, []string{"b"}) {
+		t.Errorf("Left = %v", s.Left)
+	}
+}
+
+func TestAcquireFailure(t *testing.T) {
+	g := mustPlan(t, fmt.Sprintf(sweep, 1, 1))
+	f := newFake(nil)
+	f.acquire = func(name string) error {
+		if name == "a" {
+			return errors.New("create failed: no capacity")
+		}
+		return nil
+	}
+	s := run(t, g, f)
+	if s.States["pull@a"] != engine.Failed || !strings.Contains(s.Messages["pull@a"], "no capacity") {
+		t.Errorf("pull@a = %s %q", s.States["pull@a"], s.Messages["pull@a"])
+	}
+	for _, n := range g.Nodes {
+		if n.Cell != nil && (s.States[n.ID] != engine.Succeeded || s.Placement[n.ID] != "b") {
+			t.Errorf("%s = %s on %q", n.ID, s.States[n.ID], s.Placement[n.ID])
+		}
+	}
+	if s.States["teardown@a"] != engine.Skipped {
+		t.Errorf("teardown@a = %s", s.States["teardown@a"])
+	}
+	if !slices.Contains(f.has("release "), "release a delete") {
+		t.Errorf("an instance whose create failed must still be released (orphans): %v", f.log)
+	}
+}
+
+func TestParallelLimit(t *testing.T) {
+	g := mustPlan(t, fmt.Sprintf(sweep, 10, 10))
+	var cur, peak atomic.Int32
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		n := cur.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+		cur.Add(-1)
+		return nil
+	})
+	run(t, g, f, func(c *engine.Config) { c.Parallel = 3 })
+	if peak.Load() > 3 {
+		t.Errorf("%d nodes ran at once, limit 3", peak.Load())
+	}
+}
+
+func TestContinueOnError(t *testing.T) {
+	g := mustPlan(t, `
+taoflow: 1
+name: coe
+instances: {a: {}}
+steps:
+  - id: optional
+    uses: pull
+    continue_on_error: true
+    with: {image: x}
+  - id: next
+    uses: pull
+    needs: [optional]
+    with: {image: y}
+`)
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.Step.ID == "optional" {
+			return errors.New("nope")
+		}
+		return nil
+	})
+	s := run(t, g, f)
+	if s.States["optional@a"] != engine.Failed || s.States["next@a"] != engine.Succeeded {
+		t.Errorf("states = %v", s.States)
+	}
+}
+
+func TestLogLinesBecomeEvents(t *testing.T) {
+	g := mustPlan(t, "taoflow: 1\nname: logs\ninstances: {a: {}}\nsteps:\n  - {id: p, uses: pull, with: {image: x}}\n")
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		fmt.Fprint(tk.Log, "one\ntw")
+		fmt.Fprint(tk.Log, "o\r\nthree")
+		return nil
+	})
+	run(t, g, f)
+	var lines []string
+	for _, e := range f.events {
+		if e.Type == engine.NodeLog {
+			lines = append(lines, e.Message)
+		}
+	}
+	if diff := cmp.Diff([]string{"one", "two", "three"}, lines); diff != "" {
+		t.Errorf("log lines (-want +got):\n%s", diff)
+	}
+}
+
+func mustPlanB(b *testing.B, src string) *engine.Graph {
+	b.Helper()
+	p, diags := plan.Parse("plan.yaml", []byte(src), plan.Options{})
+	if diags.HasErrors() {
+		b.Fatalf("plan has errors:\n%s", diags.Error())
+	}
+	g, err := engine.Expand(p, engine.Options{RunID: "r1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}

@@ -1,0 +1,461 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/taoflow/taoflow/secret"
+)
+
+// checker runs the static checks of a plan that passed (or partly passed)
+// the schema.
+type checker struct {
+	p     *Plan
+	d     *diags
+	steps map[string]*Step
+	lines [][]byte // the source split into lines, made on first use
+}
+
+func check(p *Plan, d *diags) {
+	c := &checker{p: p, d: d, steps: map[string]*Step{}}
+	c.ids()
+	c.platform()
+	c.instances()
+	c.secretsDeclared()
+	for _, s := range p.AllSteps() {
+		c.step(s)
+	}
+	c.cycles()
+	c.expressions()
+	c.runWithoutWait()
+	c.uploadAfterDelete()
+}
+
+func (c *checker) ids() {
+	for _, s := range c.p.AllSteps() {
+		if s.ID == "" {
+			continue
+		}
+		if first, dup := c.steps[s.ID]; dup {
+			c.d.errorf(s.IDPos, "duplicate step id %q (first used at line %d)", clip(s.ID), first.IDPos.Line)
+			continue
+		}
+		c.steps[s.ID] = s
+	}
+}
+
+func (c *checker) platform() {
+	pl := c.p.Platform
+	if pl.Transport == "exec" && pl.Kind != PlatformBrev {
+		c.d.errorf(pl.Pos, "transport: exec is a brev option; platform %s runs commands over its own transport", pl.Kind)
+	}
+}
+
+func (c *checker) instances() {
+	kind := c.p.Platform.Kind
+	for _, in := range c.p.Instances {
+		if in.Name == "all" {
+			c.d.errorf(in.Pos, "an instance cannot be named \"all\": on: all means every instance")
+		}
+		switch kind {
+		case PlatformLocal:
+			if in.Create || in.Existing != "" || in.Host != "" {
+				c.d.errorf(in.Pos, "instance %q: local instances are sandboxes on this host; create, existing and host apply to the brev and ssh platforms", in.Name)
+			}
+		case PlatformSSH:
+			if in.Create || in.Existing != "" {
+				c.d.errorf(in.Pos, "instance %q: the ssh platform reaches existing hosts; use host: user@host:port (or an ssh config alias) instead of create/existing", in.Name)
+			} else if in.Host == "" {
+				c.d.errorf(in.Pos, "instance %q: the ssh platform needs host: user@host:port (or an ssh config alias)", in.Name)
+			}
+		case PlatformBrev:
+			switch {
+			case in.Host != "":
+				c.d.errorf(in.Pos, "instance %q: host: is for the ssh platform; brev instances use create: {type: …} or existing: NAME", in.Name)
+			case in.Create && in.Existing != "":
+				c.d.errorf(in.Pos, "instance %q: give either create: or existing:, not both", in.Name)
+			case !in.Create && in.Existing == "":
+				c.d.errorf(in.Pos, "instance %q: brev instances need create: {type: …} (made and deleted by this run) or existing: NAME (reused, never deleted)", in.Name)
+			}
+		}
+		if in.Keep && !in.Create {
+			c.d.warnf(in.Pos, "instance %q: keep: only matters for instances this run creates", in.Name)
+		}
+	}
+}
+
+func (c *checker) secretsDeclared() {
+	declared := map[string]bool{}
+	for _, s := range c.p.Secrets {
+		if declared[s.Name] {
+			continue
+		}
+		declared[s.Name] = true
+	}
+	for _, n := range c.p.Platform.InstanceEnv {
+		if !declared[n.Name] {
+			c.d.errorf(n.Pos, "instance_env names %q, which is not declared under secrets:", n.Name)
+		}
+	}
+}
+
+func (c *checker) declared(name string) bool {
+	return slices.ContainsFunc(c.p.Secrets, func(n Name) bool { return n.Name == name })
+}
+
+// stepSecrets returns the secret names a step sends to its instance, with
+// the position to blame.
+func (c *checker) stepSecrets(s *Step) []Name {
+	switch s.Uses {
+	case KindRun, KindUploadS3:
+		if env := s.With.Get("env"); env != nil {
+			return names(env)
+		}
+		if s.Uses == KindUploadS3 {
+			var out []Name
+			for _, n := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
+				if c.declared(n) {
+					out = append(out, Name{Name: n, Pos: s.IDPos})
+				}
+			}
+			return out
+		}
+	case KindNGCAuth:
+		if v := s.With.Get("secret"); v != nil {
+			return []Name{{Name: v.Text, Pos: v.Pos}}
+		}
+		return []Name{{Name: "NGC_KEY", Pos: s.UsesPos}}
+	}
+	return nil
+}
+
+func (c *checker) step(s *Step) {
+	// needs
+	for _, n := range s.Needs {
+		t, ok := c.steps[n.Name]
+		switch {
+		case !ok:
+			c.d.errorf(n.Pos, "unknown step %q in needs%s", clip(n.Name), c.suggest(n.Name, c.stepIDs()))
+		case s.Finally && !t.Finally:
+			c.d.errorf(n.Pos, "finally step %q cannot need step %q: finalizers run after all steps anyway", s.ID, n.Name)
+		case !s.Finally && t.Finally:
+			c.d.errorf(n.Pos, "step %q cannot need finalizer %q: finalizers run after all steps", s.ID, n.Name)
+		}
+	}
+	// on
+	for _, n := range s.On {
+		if n.Name != "all" && c.p.Instance(n.Name) == nil {
+			c.d.errorf(n.Pos, "unknown instance %q in on%s", clip(n.Name), c.suggest(n.Name, c.p.InstanceNames()))
+		}
+	}
+	if s.On != nil && len(s.On) == 0 {
+		c.d.errorf(s.IDPos, "step %q: on: is empty, so the step would run nowhere", s.ID)
+	}
+	// matrix
+	if m := s.Matrix; m != nil {
+		switch s.Uses {
+		case KindPreflight, KindNGCAuth, KindDelete:
+			c.d.errorf(m.Pos, "a %s step runs once per instance; it takes no matrix", s.Uses)
+		}
+		if m.Inherit && c.p.MatrixRoot(s) == nil {
+			c.d.errorf(m.Pos, "matrix: inherit repeats the matrix of a step in needs, but step %q needs no matrix step", s.ID)
+		}
+		for _, a := range m.Axes {
+			seen := map[string]bool{}
+			for _, v := range a.Values {
+				if seen[v] {
+					c.d.errorf(a.Pos, "matrix key %q lists the value %q twice", a.Name, clip(v))
+					break
+				}
+				seen[v] = true
+			}
+		}
+		if !m.Inherit && s.Finally {
+			c.d.errorf(m.Pos, "finalizers run once per instance; they take no matrix")
+		}
+	}
+	if s.MaxParallel > 0 && s.Matrix == nil {
+		c.d.warnf(s.IDPos, "step %q: max_parallel only limits matrix cells; this step has no matrix", s.ID)
+	}
+	// kind-specific
+	w := s.With
+	switch s.Uses {
+	case KindWait:
+		if !slices.ContainsFunc(s.Needs, func(n Name) bool { t := c.steps[n.Name]; return t != nil && t.Uses == KindRun }) {
+			c.d.errorf(s.IDPos, "wait step %q must need a run step: it waits for the jobs that step launched", s.ID)
+		}
+	}
+	for _, n := range c.stepSecrets(s) {
+		if !c.declared(n.Name) {
+			c.d.errorf(n.Pos, "secret %q is not declared: add it to secrets: at the top of the plan (its value then comes from taoflow's environment)", n.Name)
+		} else if c.p.Platform.Transport == "exec" && c.p.Platform.Kind == PlatformBrev &&
+			!slices.ContainsFunc(c.p.Platform.InstanceEnv, func(e Name) bool { return e.Name == n.Name }) {
+			c.d.errorf(n.Pos, "secret %q cannot travel over transport: exec (brev exec has no stdin); set it as a Brev secret on the instance and list it under platform.instance_env", n.Name)
+		}
+	}
+	// durations must be positive
+	if f := c.stepField(s, "timeout"); f != nil && s.Timeout <= 0 && f.Value.Kind == Scalar {
+		if _, err := time.ParseDuration(f.Value.Text); err == nil {
+			c.d.errorf(f.Value.Pos, "timeout must be longer than zero")
+		}
+	}
+	for _, key := range []string{"timeout", "interval", "ready_timeout"} {
+		if v := w.Get(key); v != nil && v.Kind == Scalar && !HasExpr(v.Text) {
+			if dur, err := time.ParseDuration(v.Text); err == nil && dur <= 0 {
+				c.d.errorf(v.Pos, "with.%s must be longer than zero", key)
+			}
+		}
+	}
+}
+
+func (c *checker) stepField(s *Step, key string) *Field {
+	v, _, ok := c.p.Root.Lookup(s.pointer)
+	if !ok {
+		return nil
+	}
+	return v.Field(key)
+}
+
+func (c *checker) stepIDs() []string {
+	var out []string
+	for _, s := range c.p.AllSteps() {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+func (c *checker) suggest(name string, options []string) string {
+	best, bestD := "", 3
+	for _, o := range options {
+		if d := editDistance(name, o); d < bestD {
+			best, bestD = o, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	if len(options) > 0 && len(options) <= 12 {
+		return " (known: " + strings.Join(options, ", ") + ")"
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return 99
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// expressions checks every ${{ }} under with:, forbids them elsewhere, and
+// lints literals that look like secrets.
+func (c *checker) expressions() {
+	withs := map[*Value]*Step{}
+	for _, s := range c.p.AllSteps() {
+		if s.With != nil {
+			withs[s.With] = s
+		}
+	}
+	visited := map[*Value]bool{}
+	var walk func(v *Value, step *Step)
+	walk = func(v *Value, step *Step) {
+		if s, ok := withs[v]; ok {
+			step = s
+		}
+		switch v.Kind {
+		case Scalar:
+			if v.Tag != "!!str" {
+				return
+			}
+			if visited[v] {
+				return
+			}
+			visited[v] = true
+			c.lintSecret(v)
+			if !HasExpr(v.Text) {
+				return
+			}
+			if step == nil {
+				c.d.errorf(v.Pos, "expressions are only expanded in with: values; %q here would stay literal", clip(v.Text))
+				return
+			}
+			c.template(v, step)
+		case List:
+			for _, it := range v.Items {
+				walk(it, step)
+			}
+		case Map:
+			for _, f := range v.Fields {
+				walk(f.Value, step)
+			}
+		}
+	}
+	walk(c.p.Root, nil)
+}
+
+func (c *checker) lintSecret(v *Value) {
+	for _, f := range secret.Lint(v.Text) {
+		c.d.errorf(c.offsetPos(v, f.Offset), "%s", f.Message)
+	}
+}
+
+// offsetPos is the position of byte offset off inside scalar v, exact for
+// single-line scalars.
+func (c *checker) offsetPos(v *Value, off int) Pos {
+	p := v.Pos
+	if strings.ContainsRune(v.Text, '\n') || off > len(v.Text) {
+		return p
+	}
+	if c.lines == nil {
+		c.lines = bytes.Split(c.p.source, []byte("\n"))
+	}
+	if p.Line >= 1 && p.Line <= len(c.lines) {
+		// Quoted scalars start one column after their quote.
+		line := []rune(string(c.lines[p.Line-1]))
+		if col := p.Col - 1; col < len(line) && (line[col] == '"' || line[col] == '\'') {
+			p.Col++
+		}
+	}
+	p.Col += utf8.RuneCountInString(v.Text[:off])
+	return p
+}
+
+func (c *checker) template(v *Value, s *Step) {
+	t, err := ParseTemplate(v.Text)
+	var e *ExprError
+	if errors.As(err, &e) {
+		c.d.errorf(c.offsetPos(v, e.Offset), "%s", e.Msg)
+		return
+	}
+	root := c.p.MatrixRoot(s)
+	for _, r := range t.Refs() {
+		pos := c.offsetPos(v, r.Offset)
+		switch r.NS {
+		case NSVars:
+			if _, ok := c.p.Var(r.Name); !ok {
+				var known []string
+				for _, vv := range c.p.Vars {
+					known = append(known, vv.Name)
+				}
+				c.d.errorf(pos, "unknown var %q%s", r.Name, c.suggest(r.Name, known))
+			}
+		case NSMatrix:
+			if root == nil {
+				c.d.errorf(pos, "${{ matrix.%s }} is used in step %q, which has no matrix", r.Name, s.ID)
+				continue
+			}
+			var keys []string
+			for _, a := range root.Matrix.Axes {
+				keys = append(keys, a.Name)
+			}
+			if !slices.Contains(keys, r.Name) {
+				c.d.errorf(pos, "unknown matrix key %q%s", r.Name, c.suggest(r.Name, keys))
+			}
+		case NSCell:
+			if root == nil {
+				c.d.errorf(pos, "${{ cell.%s }} is used in step %q, which has no matrix", r.Name, s.ID)
+			} else if r.Name != "id" && r.Name != "index" {
+				c.d.errorf(pos, "unknown cell field %q (cell.id and cell.index exist)", r.Name)
+			}
+		case NSRun:
+			if r.Name != "id" {
+				c.d.errorf(pos, "unknown run field %q (run.id exists)", r.Name)
+			}
+		case NSInstance:
+			if r.Name != "name" {
+				c.d.errorf(pos, "unknown instance field %q (instance.name exists)", r.Name)
+			}
+		case NSSecrets:
+			c.d.errorf(pos, "secrets are never interpolated into commands: list %s under this step's with.env and read it as $%s in the command", r.Name, r.Name)
+		default:
+			c.d.errorf(pos, "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, run or instance)", r.NS, r)
+		}
+	}
+}
+
+// runWithoutWait warns about run steps no wait step follows.
+func (c *checker) runWithoutWait() {
+	waited := map[string]bool{}
+	for _, s := range c.p.AllSteps() {
+		if s.Uses == KindWait {
+			for _, n := range s.Needs {
+				waited[n.Name] = true
+			}
+		}
+	}
+	for _, s := range c.p.AllSteps() {
+		if s.Uses == KindRun && s.ID != "" && !waited[s.ID] {
+			c.d.warnf(s.IDPos, "run step %q has no wait step after it: its jobs are launched and nobody waits for them (add a wait step that needs %s)", s.ID, s.ID)
+		}
+	}
+}
+
+// uploadAfterDelete finds upload-s3 steps ordered after a delete of one of
+// their instances: the results would be gone.
+func (c *checker) uploadAfterDelete() {
+	for _, u := range c.p.AllSteps() {
+		if u.Uses != KindUploadS3 {
+			continue
+		}
+		before := c.ancestors(u)
+		for _, d := range c.p.AllSteps() {
+			if d.Uses != KindDelete {
+				continue
+			}
+			if !before[d] && !(u.Finally && !d.Finally) {
+				continue
+			}
+			if shared := intersect(c.p.Pool(u), c.p.Pool(d)); len(shared) > 0 {
+				c.d.errorf(u.IDPos, "upload-s3 step %q runs after delete step %q on %s: the results would already be gone; order the delete after the upload", u.ID, d.ID, strings.Join(shared, ", "))
+			}
+		}
+	}
+}
+
+func (c *checker) ancestors(s *Step) map[*Step]bool {
+	out := map[*Step]bool{}
+	stack := []*Step{s}
+	for len(stack) > 0 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, n := range cur.Needs {
+			if t := c.steps[n.Name]; t != nil && !out[t] {
+				out[t] = true
+				stack = append(stack, t)
+			}
+		}
+	}
+	return out
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

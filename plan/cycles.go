@@ -1,0 +1,36 @@
+package plan
+
+import (
+	"strings"
+
+	"github.com/taoflow/taoflow/engine/dag"
+)
+
+// cycles reports each dependency cycle among steps once, at the step the
+// cycle starts from in file order.
+func (c *checker) cycles() {
+	g := dag.New()
+	for _, s := range c.p.AllSteps() {
+		if s.ID != "" && c.steps[s.ID] == s {
+			g.AddNode(s.ID)
+		}
+	}
+	for _, s := range c.p.AllSteps() {
+		if c.steps[s.ID] != s {
+			continue
+		}
+		for _, n := range s.Needs {
+			if t := c.steps[n.Name]; t != nil && t.Finally == s.Finally {
+				g.Connect(s.ID, n.Name)
+			}
+		}
+	}
+	for _, cyc := range g.Cycles() {
+		first := c.steps[cyc[0]]
+		if len(cyc) <= 2 {
+			c.d.errorf(first.IDPos, "step %q needs itself", first.ID)
+			continue
+		}
+		c.d.errorf(first.IDPos, "dependency cycle: %s", strings.Join(cyc, " → "))
+	}
+}

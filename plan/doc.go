@@ -1,0 +1,14 @@
+// Package plan turns a taoflow plan file (YAML, format 1) into a positioned
+// model and reports every problem in it at once.
+//
+// Loading keeps the position of every key and value: the YAML node tree is
+// resolved (aliases and merge keys expanded, with a bound so an alias bomb
+// cannot exhaust memory), validated against the JSON Schema of package
+// schema through a JSON-pointer → position index, and then checked
+// statically (ids, references, cycles, durations, expressions, inline
+// secrets, ordering of uploads and deletes). Problems are Diagnostics,
+// rendered once at the edge as "plan.yaml:12:7: error: message".
+//
+// The package does no I/O beyond reading the plan file; expanding a plan
+// into the nodes that run is the engine's job.
+package plan

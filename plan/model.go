@@ -1,0 +1,239 @@
+package plan
+
+import "time"
+
+// Step kinds (the values of `uses`).
+const (
+	KindPreflight = "preflight"
+	KindNGCAuth   = "ngc-auth"
+	KindPull      = "pull"
+	KindRun       = "run"
+	KindWait      = "wait"
+	KindUploadS3  = "upload-s3"
+	KindDelete    = "delete"
+)
+
+// Platform kinds.
+const (
+	PlatformLocal = "local"
+	PlatformSSH   = "ssh"
+	PlatformBrev  = "brev"
+)
+
+// Plan is a loaded plan file: the user's declaration, with positions.
+type Plan struct {
+	File        string
+	Hash        string // sha256 of the file's bytes, hex
+	Version     int
+	Name        string
+	NamePos     Pos
+	Description string
+	Platform    Platform
+	Vars        []Var
+	Secrets     []Name
+	Instances   []*Instance
+	Steps       []*Step
+	Finally     []*Step
+	FailFast    bool
+
+	Root      *Value // the resolved YAML tree
+	source    []byte
+	stepIndex map[string]*Step
+}
+
+// Name is a name written in the plan, with its position.
+type Name struct {
+	Name string
+	Pos  Pos
+}
+
+// Var is a plain parameter of the plan; --var NAME=VALUE overrides it.
+type Var struct {
+	Name  string
+	Value string
+	Pos   Pos // the key
+}
+
+// Platform says where the plan's instances are.
+type Platform struct {
+	Kind           string
+	Pos            Pos
+	Binary         string        // brev: the CLI to run
+	Transport      string        // brev: ssh (default) or exec
+	SSHConfig      string        // ssh: config file
+	ConnectTimeout time.Duration // ssh/brev
+	MaxSessions    int           // concurrent remote commands per instance
+	InstanceEnv    []Name        // secrets already present in the instances' environment
+}
+
+// Instance is one machine of the plan.
+type Instance struct {
+	Name       string
+	Pos        Pos
+	CreateType string // brev: create with this type chain
+	Create     bool
+	Existing   string // brev: reuse this instance
+	Host       string // ssh: destination or alias
+	Slots      int
+	Keep       bool
+}
+
+// Step is one entry of `steps` or `finally`.
+type Step struct {
+	ID              string
+	Pos             Pos // the step's first key
+	IDPos           Pos
+	Uses            string
+	UsesPos         Pos
+	Name            string
+	Needs           []Name
+	On              []Name // nil means every instance
+	OnAll           bool
+	Matrix          *Matrix
+	Timeout         time.Duration
+	Retries         int
+	Backoff         time.Duration
+	ContinueOnError bool
+	MaxParallel     int
+	With            *Value // nil when absent
+	Finally         bool
+	pointer         string // JSON pointer of the step in the plan ("/steps/3")
+}
+
+// Matrix is a step's matrix: keys with their values, or inherited from the
+// matrix step it needs.
+type Matrix struct {
+	Pos     Pos
+	Inherit bool
+	Axes    []Axis
+}
+
+// Axis is one key of a matrix with its values as written.
+type Axis struct {
+	Name   string
+	Pos    Pos
+	Values []string
+}
+
+// Cells returns the number of cells of a non-inherited matrix.
+func (m *Matrix) Cells() int {
+	if m == nil || m.Inherit {
+		return 0
+	}
+	n := 1
+	for _, a := range m.Axes {
+		n *= len(a.Values)
+	}
+	return n
+}
+
+// Instance returns the instance named name, or nil.
+func (p *Plan) Instance(name string) *Instance {
+	for _, in := range p.Instances {
+		if in.Name == name {
+			return in
+		}
+	}
+	return nil
+}
+
+// Step returns the step (or finalizer) with the given id, or nil.
+func (p *Plan) Step(id string) *Step {
+	return p.stepIndex[id]
+}
+
+// index builds the step lookup; the first of duplicate ids wins.
+func (p *Plan) index() {
+	p.stepIndex = map[string]*Step{}
+	for _, s := range p.AllSteps() {
+		if _, dup := p.stepIndex[s.ID]; !dup {
+			p.stepIndex[s.ID] = s
+		}
+	}
+}
+
+// AllSteps returns steps followed by finalizers.
+func (p *Plan) AllSteps() []*Step {
+	out := make([]*Step, 0, len(p.Steps)+len(p.Finally))
+	out = append(out, p.Steps...)
+	return append(out, p.Finally...)
+}
+
+// Var returns the value of var name.
+func (p *Plan) Var(name string) (string, bool) {
+	for _, v := range p.Vars {
+		if v.Name == name {
+			return v.Value, true
+		}
+	}
+	return "", false
+}
+
+// InstanceNames returns the instances' names in file order.
+func (p *Plan) InstanceNames() []string {
+	out := make([]string, len(p.Instances))
+	for i, in := range p.Instances {
+		out[i] = in.Name
+	}
+	return out
+}
+
+// SecretNames returns the declared secret names.
+func (p *Plan) SecretNames() []string {
+	out := make([]string, len(p.Secrets))
+	for i, s := range p.Secrets {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Pool returns the instance names a step runs on (its `on`, or all).
+func (p *Plan) Pool(s *Step) []string {
+	if s.On == nil || s.OnAll {
+		return p.InstanceNames()
+	}
+	out := make([]string, 0, len(s.On))
+	for _, n := range s.On {
+		if p.Instance(n.Name) != nil {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// RunsContainers reports whether any step needs a container engine.
+func (p *Plan) RunsContainers() bool {
+	for _, s := range p.AllSteps() {
+		switch s.Uses {
+		case KindNGCAuth, KindPull:
+			return true
+		case KindRun:
+			if s.With.Get("image") != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// MatrixRoot returns the step whose matrix s runs over: s itself when it has
+// its own matrix, the root of the first matrix step it needs when it
+// inherits (`matrix: inherit`), nil when s has no matrix.
+func (p *Plan) MatrixRoot(s *Step) *Step {
+	seen := map[*Step]bool{}
+	for s != nil && s.Matrix != nil && !seen[s] {
+		seen[s] = true
+		if !s.Matrix.Inherit {
+			return s
+		}
+		var next *Step
+		for _, n := range s.Needs {
+			if t := p.Step(n.Name); t != nil && t.Matrix != nil {
+				next = t
+				break
+			}
+		}
+		s = next
+	}
+	return nil
+}

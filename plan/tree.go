@@ -1,0 +1,421 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Kind is the shape of a Value.
+type Kind int
+
+// Value kinds.
+const (
+	Null Kind = iota
+	Scalar
+	List
+	Map
+)
+
+// Value is a YAML value with aliases and merge keys resolved and the
+// position of every element kept. Values reached through an alias are
+// shared with their anchor, and so report the anchor's position.
+type Value struct {
+	Kind   Kind
+	Tag    string // resolved YAML tag of a scalar: !!str, !!int, !!float, !!bool, …
+	Text   string // a scalar as written (unquoted)
+	Items  []*Value
+	Fields []Field
+	Pos    Pos
+
+	size int // number of values in the expanded tree rooted here
+}
+
+// Field is one key of a mapping.
+type Field struct {
+	Key    string
+	KeyPos Pos
+	Value  *Value
+}
+
+// Field returns the field named key, or nil.
+func (v *Value) Field(key string) *Field {
+	if v == nil {
+		return nil
+	}
+	for i := range v.Fields {
+		if v.Fields[i].Key == key {
+			return &v.Fields[i]
+		}
+	}
+	return nil
+}
+
+// Get returns the value of key, or nil.
+func (v *Value) Get(key string) *Value {
+	if f := v.Field(key); f != nil {
+		return f.Value
+	}
+	return nil
+}
+
+// IsString reports whether v is a scalar that reads as a string.
+func (v *Value) IsString() bool { return v != nil && v.Kind == Scalar && v.Tag == "!!str" }
+
+// maxValues bounds the size of a plan after alias expansion, so a small file
+// of nested aliases (an "alias bomb") is rejected instead of expanded.
+const maxValues = 1_000_000
+
+type treeBuilder struct {
+	file    string
+	d       *diags
+	anchors map[*yaml.Node]*Value // resolved anchors, shared by every alias of them
+	busy    map[*yaml.Node]bool   // anchors being resolved (alias cycles)
+	tooBig  bool
+}
+
+var errTooBig = errors.New("too big")
+
+// parseTree parses data as one YAML document into a Value tree. Syntax
+// problems are reported into d and a nil Value is returned.
+func parseTree(file string, data []byte, d *diags) *Value {
+	if p, ok := badEncoding(file, data); ok {
+		d.errorf(p.pos, "%s", p.msg)
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.errorf(Pos{File: file, Line: 1, Col: 1}, "the plan is empty: expected a mapping with taoflow:, name:, instances: and steps:")
+			return nil
+		}
+		d.errorf(yamlErrorPos(file, data, err), "%s", yamlErrorMessage(file, data, err))
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		d.errorf(Pos{File: file, Line: extra.Line, Col: extra.Column}, "a plan file holds one YAML document; remove the second document (after ---)")
+	} else if !errors.Is(err, io.EOF) {
+		d.errorf(yamlErrorPos(file, data, err), "%s", yamlErrorMessage(file, data, err))
+		return nil
+	}
+	b := &treeBuilder{file: file, d: d, anchors: map[*yaml.Node]*Value{}, busy: map[*yaml.Node]bool{}}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			d.errorf(Pos{File: file, Line: 1, Col: 1}, "the plan is empty: expected a mapping with taoflow:, name:, instances: and steps:")
+			return nil
+		}
+		root = root.Content[0]
+	}
+	v, err := b.value(root)
+	if err != nil {
+		return nil
+	}
+	if v.Kind == Null {
+		d.errorf(Pos{File: file, Line: 1, Col: 1}, "the plan is empty: expected a mapping with taoflow:, name:, instances: and steps:")
+		return nil
+	}
+	return v
+}
+
+func (b *treeBuilder) pos(n *yaml.Node) Pos { return Pos{File: b.file, Line: n.Line, Col: n.Column} }
+
+func (b *treeBuilder) grow(v *Value, n int) error {
+	v.size += n
+	if v.size > maxValues || v.size < 0 {
+		if !b.tooBig {
+			b.tooBig = true
+			b.d.errorf(v.Pos, "the plan expands to more than %d values through aliases; refusing to expand it (an alias bomb?)", maxValues)
+		}
+		return errTooBig
+	}
+	return nil
+}
+
+func (b *treeBuilder) value(n *yaml.Node) (*Value, error) {
+	switch n.Kind {
+	case yaml.AliasNode:
+		return b.alias(n)
+	case yaml.ScalarNode:
+		v := &Value{Kind: Scalar, Tag: n.ShortTag(), Text: n.Value, Pos: b.pos(n), size: 1}
+		if v.Tag == "!!null" {
+			v.Kind = Null
+		}
+		return v, b.anchored(n, v)
+	case yaml.SequenceNode:
+		v := &Value{Kind: List, Pos: b.pos(n), size: 1}
+		if n.Anchor != "" {
+			b.busy[n] = true
+			defer delete(b.busy, n)
+		}
+		for _, c := range n.Content {
+			item, err := b.value(c)
+			if err != nil {
+				return nil, err
+			}
+			v.Items = append(v.Items, item)
+			if err := b.grow(v, item.size); err != nil {
+				return nil, err
+			}
+		}
+		return v, b.anchored(n, v)
+	case yaml.MappingNode:
+		return b.mapping(n)
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return &Value{Kind: Null, Pos: b.pos(n), size: 1}, nil
+		}
+		return b.value(n.Content[0])
+	}
+	b.d.errorf(b.pos(n), "unsupported YAML node")
+	return nil, errTooBig
+}
+
+func (b *treeBuilder) anchored(n *yaml.Node, v *Value) error {
+	if n.Anchor != "" {
+		b.anchors[n] = v
+	}
+	return nil
+}
+
+func (b *treeBuilder) alias(n *yaml.Node) (*Value, error) {
+	target := n.Alias
+	if target == nil {
+		b.d.errorf(b.pos(n), "unknown alias *%s", n.Value)
+		return nil, errTooBig
+	}
+	if b.busy[target] {
+		b.d.errorf(b.pos(n), "alias *%s refers to a value that contains it", n.Value)
+		return nil, errTooBig
+	}
+	if v, ok := b.anchors[target]; ok {
+		return v, nil
+	}
+	return b.value(target)
+}
+
+func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
+	v := &Value{Kind: Map, Pos: b.pos(n), size: 1}
+	if n.Anchor != "" {
+		b.busy[n] = true
+		defer delete(b.busy, n)
+	}
+	seen := map[string]Pos{}
+	var merges []*Value
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], n.Content[i+1]
+		if kn.Kind == yaml.ScalarNode && kn.ShortTag() == "!!merge" {
+			m, err := b.value(vn)
+			if err != nil {
+				return nil, err
+			}
+			switch m.Kind {
+			case Map:
+				merges = append(merges, m)
+			case List:
+				for _, it := range m.Items {
+					if it.Kind != Map {
+						b.d.errorf(it.Pos, "a merge key (<<) takes a mapping or a list of mappings")
+						continue
+					}
+					merges = append(merges, it)
+				}
+			default:
+				b.d.errorf(m.Pos, "a merge key (<<) takes a mapping or a list of mappings")
+			}
+			continue
+		}
+		if kn.Kind != yaml.ScalarNode {
+			b.d.errorf(b.pos(kn), "mapping keys must be plain strings")
+			continue
+		}
+		key := kn.Value
+		if first, dup := seen[key]; dup {
+			b.d.errorf(b.pos(kn), "duplicate key %q (first defined at line %d)", clip(key), first.Line)
+			continue
+		}
+		seen[key] = b.pos(kn)
+		val, err := b.value(vn)
+		if err != nil {
+			return nil, err
+		}
+		v.Fields = append(v.Fields, Field{Key: key, KeyPos: b.pos(kn), Value: val})
+		if err := b.grow(v, val.size); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range merges {
+		for _, f := range m.Fields {
+			if _, ok := seen[f.Key]; ok {
+				continue
+			}
+			seen[f.Key] = f.KeyPos
+			v.Fields = append(v.Fields, f)
+			if err := b.grow(v, f.Value.size); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return v, b.anchored(n, v)
+}
+
+// JSON converts the tree into the JSON-shaped value the schema validator
+// takes: map[string]any, []any, string, json.Number, bool, nil.
+func (v *Value) JSON() any {
+	switch v.Kind {
+	case Null:
+		return nil
+	case List:
+		out := make([]any, len(v.Items))
+		for i, it := range v.Items {
+			out[i] = it.JSON()
+		}
+		return out
+	case Map:
+		out := make(map[string]any, len(v.Fields))
+		for _, f := range v.Fields {
+			out[f.Key] = f.Value.JSON()
+		}
+		return out
+	}
+	switch v.Tag {
+	case "!!bool":
+		if b, err := strconv.ParseBool(strings.ToLower(v.Text)); err == nil {
+			return b
+		}
+	case "!!int":
+		t := strings.ReplaceAll(v.Text, "_", "")
+		if i, err := strconv.ParseInt(t, 0, 64); err == nil {
+			return json.Number(strconv.FormatInt(i, 10))
+		}
+		if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsInf(f, 0) {
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	case "!!float":
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(v.Text, "_", ""), 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	}
+	return v.Text
+}
+
+// Lookup follows a JSON pointer ("/steps/3/with") through the tree and
+// returns the value there, the position of the key that names it (the
+// value's own position for list items and the root), and whether it exists.
+func (v *Value) Lookup(pointer string) (val *Value, keyPos Pos, ok bool) {
+	val, keyPos = v, v.Pos
+	if pointer == "" || pointer == "/" {
+		return val, keyPos, true
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch val.Kind {
+		case Map:
+			f := val.Field(tok)
+			if f == nil {
+				return val, keyPos, false
+			}
+			val, keyPos = f.Value, f.KeyPos
+		case List:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(val.Items) {
+				return val, keyPos, false
+			}
+			val = val.Items[i]
+			keyPos = val.Pos
+		default:
+			return val, keyPos, false
+		}
+	}
+	return val, keyPos, true
+}
+
+type posMsg struct {
+	pos Pos
+	msg string
+}
+
+// badEncoding finds bytes that YAML would reject without a position:
+// invalid UTF-8 and control characters.
+func badEncoding(file string, data []byte) (posMsg, bool) {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		p := Pos{File: file, Line: line, Col: col}
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return posMsg{p, fmt.Sprintf("the file is not valid UTF-8 (byte 0x%02x)", data[i])}, true
+		case r == '\n':
+			line, col = line+1, 0
+		case r < 0x20 && r != '\t' && r != '\r', r == 0x7f:
+			return posMsg{p, fmt.Sprintf("control character U+%04X is not allowed in a plan", r)}, true
+		case r == 0xFEFF && i == 0:
+			col = 0
+		}
+		i += size
+		col++
+	}
+	return posMsg{}, false
+}
+
+var (
+	yamlLineRE   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	yamlAnchorRE = regexp.MustCompile(`unknown anchor '([^']*)' referenced`)
+)
+
+func yamlErrorPos(file string, data []byte, err error) Pos {
+	m := yamlLineRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		if a := yamlAnchorRE.FindStringSubmatch(err.Error()); a != nil {
+			if i := bytes.Index(data, []byte("*"+a[1])); i >= 0 {
+				line := bytes.Count(data[:i], []byte("\n")) + 1
+				col := utf8.RuneCount(data[bytes.LastIndexByte(data[:i], '\n')+1:i]) + 1
+				return Pos{File: file, Line: line, Col: col}
+			}
+		}
+		return Pos{File: file, Line: 1, Col: 1}
+	}
+	line, _ := strconv.Atoi(m[1])
+	col := 1
+	if text, ok := lineText(data, line); ok {
+		if strings.Contains(m[2], "cannot start any token") {
+			if i := strings.IndexByte(text, '\t'); i >= 0 {
+				col = utf8.RuneCountInString(text[:i]) + 1
+			}
+		} else {
+			col = len(text) - len(strings.TrimLeft(text, " ")) + 1
+		}
+	}
+	return Pos{File: file, Line: line, Col: col}
+}
+
+func yamlErrorMessage(file string, data []byte, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		msg = m[2]
+		line, _ := strconv.Atoi(m[1])
+		if text, ok := lineText(data, line); ok && strings.Contains(msg, "cannot start any token") && strings.Contains(text, "\t") {
+			return "tab character: YAML indentation must use spaces"
+		}
+	}
+	return "invalid YAML: " + msg
+}
+
+func lineText(data []byte, line int) (string, bool) {
+	lines := bytes.Split(data, []byte("\n"))
+	if line < 1 || line > len(lines) {
+		return "", false
+	}
+	return string(lines[line-1]), true
+}

@@ -1,0 +1,15 @@
+// Package platform defines how taoflow reaches the machines a plan runs on.
+//
+// A Platform runs one shell script on one Instance and reports its output and
+// exit code; that is the only thing every platform must do. Lifecycle
+// abilities — Creator, Deleter, Stopper, Lister, Closer — are separate small
+// interfaces that a platform implements where it has them, and callers find
+// them by type assertion. The implementations live in sub-packages (local,
+// ssh, brev) so that the engine and the steps depend only on this package,
+// which imports nothing but the standard library.
+//
+// A non-zero exit code is a result, not an error: errors are for failures of
+// the transport (an ExecError, which says whether a retry may help), for
+// lifecycle calls on things that are gone (ErrNotFound), and for a cancelled
+// context. Every word inserted into a script must pass through Quote.
+package platform

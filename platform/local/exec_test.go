@@ -1,0 +1,279 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taoflow/taoflow/platform"
+)
+
+func TestExec(t *testing.T) {
+	type result struct {
+		Stdout, Stderr string
+		ExitCode       int
+	}
+	tests := map[string]struct {
+		script string
+		stdin  string
+		nilIn  bool
+		want   result
+	}{
+		"exit 0":             {script: "printf out; printf err >&2", want: result{"out", "err", 0}},
+		"exit 3":             {script: "exit 3", want: result{ExitCode: 3}},
+		"missing command":    {script: "no-such-command-taoflow 2>/dev/null", want: result{ExitCode: 127}},
+		"killed by SIGTERM":  {script: "kill -TERM $$", want: result{ExitCode: 143}},
+		"stdin reaches it":   {script: `read -r X; printf %s "$X"`, stdin: "hello world\nsecond\n", want: result{Stdout: "hello world"}},
+		"nil stdin is empty": {script: "cat; echo done", nilIn: true, want: result{Stdout: "done\n"}},
+		"unread stdin":       {script: "exit 0", stdin: strings.Repeat("x", 1<<20)},
+		"runs in sandbox":    {script: `[ "$(pwd -P)" = "$HOME" ] && [ "$TMPDIR" = "$HOME/tmp" ] && [ -d "$TMPDIR" ]`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			l, inst := newInstance(t)
+			var in *strings.Reader
+			if !tt.nilIn {
+				in = strings.NewReader(tt.stdin)
+			}
+			var res platform.Result
+			var err error
+			if in == nil {
+				res, err = l.Exec(context.Background(), inst, tt.script, nil)
+			} else {
+				res, err = l.Exec(context.Background(), inst, tt.script, in)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := result{string(res.Stdout), string(res.Stderr), res.ExitCode}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestExecStdinNeverEnds shows that a stdin reader that never reaches EOF
+// does not keep Exec from returning once the script has ended.
+func TestExecStdinNeverEnds(t *testing.T) {
+	l, inst := newInstance(t)
+	r, w := io.Pipe()
+	defer w.Close()
+	go func() { _, _ = w.Write([]byte("first\n")) }() // then nothing, never EOF
+	done := make(chan error, 1)
+	var res platform.Result
+	go func() {
+		var err error
+		res, err = l.Exec(context.Background(), inst, `read -r X; printf %s "$X"`, r)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil || string(res.Stdout) != "first" || res.ExitCode != 0 {
+			t.Errorf("Exec = %q, exit %d, %v; want \"first\", exit 0", res.Stdout, res.ExitCode, err)
+		}
+	case <-time.After(60 * time.Second): // a hang guard, not a timing assertion
+		t.Fatal("Exec waited for a stdin that never ends")
+	}
+}
+
+func TestExecCleanEnvironment(t *testing.T) {
+	t.Setenv("TAOFLOW_TEST_SECRET", "xyz")
+	t.Setenv("DOCKER_HOST", "unix:///run/test-docker.sock")
+	t.Setenv("DOCKER_CONFIG", "/somewhere/else")
+	l, inst := newInstance(t)
+	res, err := l.Exec(context.Background(), inst, "env", nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("env: %v, exit %d, stderr %q", err, res.ExitCode, res.Stderr)
+	}
+	if bytes.Contains(res.Stdout, []byte("xyz")) {
+		t.Errorf("the child's environment holds the test secret:\n%s", res.Stdout)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		env[k] = v
+	}
+	// The shell may add PWD, SHLVL, OLDPWD and _ on its own.
+	allowed := map[string]bool{
+		"HOME": true, "TMPDIR": true, "PATH": true, "LANG": true, "USER": true,
+		"LOGNAME": true, "DOCKER_HOST": true, "PWD": true, "SHLVL": true, "OLDPWD": true, "_": true,
+	}
+	for k := range env {
+		if !allowed[k] {
+			t.Errorf("unexpected variable %s in the child's environment", k)
+		}
+	}
+	want := map[string]string{
+		"HOME":        inst.Ref,
+		"TMPDIR":      filepath.Join(inst.Ref, "tmp"),
+		"PATH":        os.Getenv("PATH"),
+		"LANG":        "C.UTF-8",
+		"DOCKER_HOST": "unix:///run/test-docker.sock",
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+}
+
+func TestExecOutputCap(t *testing.T) {
+	l, inst := newInstance(t)
+	const total = 20 << 20
+	script := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' a; printf END; head -c %d /dev/zero >&2", total, total)
+	res, err := l.Exec(context.Background(), inst, script, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v, exit %d", err, res.ExitCode)
+	}
+	for name, out := range map[string][]byte{"stdout": res.Stdout, "stderr": res.Stderr} {
+		marker, rest, ok := bytes.Cut(out, []byte("\n"))
+		if !ok || !bytes.HasPrefix(marker, []byte("[taoflow: output truncated")) {
+			t.Errorf("%s does not start with a truncation marker: %.80q", name, out)
+			continue
+		}
+		if len(rest) != MaxOutput {
+			t.Errorf("%s kept %d bytes after the marker, want %d", name, len(rest), MaxOutput)
+		}
+	}
+	wantMarker := fmt.Sprintf("[taoflow: output truncated: %d bytes dropped before this line]\n", total+3-MaxOutput)
+	if !bytes.HasPrefix(res.Stdout, []byte(wantMarker)) {
+		t.Errorf("stdout marker = %.100q, want %q", res.Stdout, wantMarker)
+	}
+	if !bytes.HasSuffix(res.Stdout, []byte("aaaEND")) {
+		t.Errorf("stdout did not keep its tail: ends %q", res.Stdout[len(res.Stdout)-10:])
+	}
+}
+
+type stopCause struct{}
+
+func (stopCause) Error() string { return "test stopped the step" }
+
+func TestExecCancelKillsProcessGroup(t *testing.T) {
+	l, inst := newInstance(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+
+	pidFile := filepath.Join(inst.Ref, "pid")
+	type outcome struct {
+		res platform.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := l.Exec(ctx, inst, `echo $$ > pid.tmp && mv pid.tmp pid; sleep 300 & sleep 300`, nil)
+		done <- outcome{res, err}
+	}()
+
+	// Wait until the shell and both sleeps are running in the shell's group.
+	var pgid int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the script's processes did not start (pgid %d, members %v)", pgid, groupMembers(t, pgid))
+		}
+		if pgid == 0 {
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				continue
+			}
+			if pgid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(groupMembers(t, pgid)) >= 3 {
+			break
+		}
+	}
+
+	cancel(stopCause{})
+	var got outcome
+	select {
+	case got = <-done:
+	case <-time.After(60 * time.Second): // a hang guard, not a timing assertion
+		t.Fatal("Exec did not return after its context was cancelled")
+	}
+	if !errors.Is(got.err, stopCause{}) {
+		t.Errorf("Exec error = %v, want one wrapping the cancel cause", got.err)
+	}
+	var ee *platform.ExecError
+	if errors.As(got.err, &ee) {
+		t.Errorf("a cancelled Exec reported a transport failure: %v", got.err)
+	}
+
+	var left []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if left = groupMembers(t, pgid); len(left) == 0 {
+			return
+		}
+	}
+	t.Errorf("processes %v of group %d survived the cancel", left, pgid)
+}
+
+// groupMembers returns the live (not zombie) processes in process group pgid,
+// read from /proc.
+func groupMembers(t *testing.T, pgid int) []int {
+	t.Helper()
+	if pgid == 0 {
+		return nil
+	}
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestExecErrors(t *testing.T) {
+	l, inst := newInstance(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(stopCause{})
+	res, err := l.Exec(ctx, inst, "touch ran", nil)
+	if !errors.Is(err, stopCause{}) {
+		t.Errorf("Exec on a cancelled context: error %v, want the cause", err)
+	}
+	if res.ExitCode != -1 {
+		t.Errorf("Exec on a cancelled context: exit code %d, want -1", res.ExitCode)
+	}
+	if _, err := os.Stat(filepath.Join(inst.Ref, "ran")); err == nil {
+		t.Error("the script ran on a cancelled context")
+	}
+
+	if err := l.Delete(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Exec(context.Background(), inst, "true", nil)
+	var ee *platform.ExecError
+	if !errors.As(err, &ee) || !errors.Is(err, platform.ErrNotFound) || ee.Instance != "gpu-a" {
+		t.Errorf("Exec on a deleted sandbox: error %v, want an ExecError wrapping ErrNotFound", err)
+	}
+}

@@ -1,0 +1,104 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Instance is one machine a plan runs on, as the platform knows it.
+type Instance struct {
+	// Name is the plan's instance name, e.g. "gpu-a".
+	Name string
+	// Ref is the platform's address for it: a local sandbox directory, an
+	// ssh destination, a brev instance name.
+	Ref string
+	// Created is true when this run created the instance, so it may delete it.
+	Created bool
+	// Attrs holds platform facts (instance type, run, ...).
+	Attrs map[string]string
+}
+
+// Result is what one Exec produced. Stdout and Stderr may have been cut to a
+// platform's capture limit (then they keep the tail and say so in a marker
+// line at their start).
+type Result struct {
+	Stdout, Stderr []byte
+	// ExitCode is the script's exit status; a script killed by signal N
+	// reports 128+N, as a shell does. It is -1 when Exec returns an error.
+	ExitCode int
+}
+
+// Spec describes an instance to create or adopt, as the plan states it.
+type Spec struct {
+	// Name is the plan's instance name.
+	Name string
+	// Type is the requested instance type (a comma-separated preference
+	// list where the platform has types).
+	Type string
+	// Existing names an instance to reuse instead of creating one.
+	Existing string
+	// Host is an ssh destination ("user@host:port" or a config alias).
+	Host string
+}
+
+// Platform runs commands on instances.
+//
+// Exec runs script with the instance's shell (sh -c), feeding it stdin; a
+// nil stdin is empty. A non-zero exit is not an error: it is
+// Result.ExitCode. The error is for transport failures (an *ExecError) and
+// for cancellation of ctx (an error wrapping context.Cause(ctx)).
+type Platform interface {
+	Kind() string
+	Exec(ctx context.Context, inst Instance, script string, stdin io.Reader) (Result, error)
+}
+
+// Creator is a Platform that can create (or adopt) instances for a run.
+type Creator interface {
+	Create(ctx context.Context, run string, spec Spec) (Instance, error)
+}
+
+// Deleter is a Platform that can delete instances. Deleting an instance that
+// is already gone succeeds.
+type Deleter interface {
+	Delete(ctx context.Context, inst Instance) error
+}
+
+// Stopper is a Platform that can stop an instance while keeping its disk.
+type Stopper interface {
+	Stop(ctx context.Context, inst Instance) error
+}
+
+// Lister is a Platform that can list the instances it knows about.
+type Lister interface {
+	List(ctx context.Context) ([]Instance, error)
+}
+
+// Closer is a Platform that holds resources (connections, control masters)
+// to release when the run ends.
+type Closer interface {
+	Close() error
+}
+
+// ErrNotFound reports a call on an instance that does not exist (any more).
+var ErrNotFound = errors.New("instance not found")
+
+// ExecError is a transport failure: the command could not be started or its
+// instance could not be reached, so there is no exit code. It never carries
+// the script or its input, which may hold secret names or values.
+type ExecError struct {
+	// Instance is the plan's instance name.
+	Instance string
+	// Err is the underlying failure.
+	Err error
+	// Transient is true when trying again may succeed (ssh's 255, a
+	// connection reset, a fork that hit a resource limit).
+	Transient bool
+}
+
+func (e *ExecError) Error() string {
+	return fmt.Sprintf("exec on %s: %v", e.Instance, e.Err)
+}
+
+func (e *ExecError) Unwrap() error { return e.Err }

@@ -1,0 +1,15 @@
+// Package schema owns taoflow.schema.json, the JSON Schema (draft 2020-12) of
+// taoflow plan format 1, and the few helpers built on it.
+//
+// The schema file is the single source of truth for the shape of a plan: the
+// plan package validates every plan against it (mapping each failure back to
+// a YAML position by its JSON pointer), editors use it for completion and
+// hovers, and Reference renders the user documentation in
+// docs/plan-reference.md from it. Keeping all three on one file means a new
+// key or step kind is added in one place.
+//
+// The schema is embedded (JSON) and compiled once (Compile). Semantic checks
+// that a schema cannot express well — unique ids, references between steps
+// and instances, cycles, expressions, inline secrets — belong to package
+// plan, not here.
+package schema

@@ -1,0 +1,73 @@
+package schema
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// URL is the schema's $id, the resource URL it is compiled under and the
+// address editors can be pointed at.
+const URL = "https://taoflow.dev/schema/taoflow.schema.json"
+
+// JSON is the raw text of taoflow.schema.json. Callers must not modify it.
+//
+//go:embed taoflow.schema.json
+var JSON []byte
+
+var (
+	compileOnce sync.Once
+	compiled    *jsonschema.Schema
+	compileErr  error
+)
+
+// Compile returns the compiled plan schema (draft 2020-12, format assertions
+// off). It compiles on the first call and returns the same schema, or the
+// same error, afterwards; the result is safe for concurrent use.
+func Compile() (*jsonschema.Schema, error) {
+	compileOnce.Do(func() {
+		c := jsonschema.NewCompiler()
+		c.Draft = jsonschema.Draft2020
+		c.AssertFormat = false
+		if err := c.AddResource(URL, bytes.NewReader(JSON)); err != nil {
+			compileErr = fmt.Errorf("schema: load %s: %w", URL, err)
+			return
+		}
+		compiled, compileErr = c.Compile(URL)
+		if compileErr != nil {
+			compileErr = fmt.Errorf("schema: compile: %w", compileErr)
+		}
+	})
+	return compiled, compileErr
+}
+
+// StepKinds returns the step kinds a step's `uses` accepts, in the order the
+// schema lists them. The list is read from the schema, so it cannot drift
+// from what validation accepts. The caller owns the returned slice.
+func StepKinds() []string {
+	return slices.Clone(stepKinds())
+}
+
+var stepKinds = sync.OnceValue(func() []string {
+	var doc struct {
+		Defs struct {
+			Step struct {
+				Properties struct {
+					Uses struct {
+						Enum []string `json:"enum"`
+					} `json:"uses"`
+				} `json:"properties"`
+			} `json:"step"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(JSON, &doc); err != nil {
+		// The embedded file is checked by this package's tests.
+		panic("schema: embedded taoflow.schema.json is not JSON: " + err.Error())
+	}
+	return doc.Defs.Step.Properties.Uses.Enum
+})

@@ -1,0 +1,111 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Node states. The store keeps State as a plain string and does not check it.
+const (
+	NodePending   = "pending"
+	NodeRunning   = "running"
+	NodeSucceeded = "succeeded"
+	NodeFailed    = "failed"
+	NodeSkipped   = "skipped"
+	NodeCanceled  = "canceled"
+	NodeTimedOut  = "timed-out"
+)
+
+// Node is the recorded state of one node of a run's graph.
+type Node struct {
+	RunID     string
+	ID        string // the node id, e.g. "train[lr=0.1]@gpu0"
+	Step      string
+	Instance  string
+	Cell      string // the matrix cell, if any
+	Finally   bool   // a finalizer
+	State     string // one of the Node* constants
+	Attempts  int
+	StartedAt time.Time
+	EndedAt   time.Time
+	ExitCode  *int // nil until the node's command has exited
+	Message   string
+	Progress  string // e.g. "epoch 3/10 loss 0.21 eta 4m"
+	// Seq orders the nodes of the store by first PutNode. The store assigns
+	// it; PutNode ignores it.
+	Seq int64
+}
+
+// PutNode records n, replacing the node with the same run and id if there
+// is one. A replaced node keeps its Seq.
+func (s *Store) PutNode(ctx context.Context, n Node) error {
+	if err := s.writable("put node"); err != nil {
+		return err
+	}
+	var exit any
+	if n.ExitCode != nil {
+		exit = *n.ExitCode
+	}
+	_, err := s.st.putNode.ExecContext(ctx,
+		s.r(n.RunID), s.r(n.ID), s.r(n.Step), s.r(n.Instance), s.r(n.Cell), n.Finally,
+		s.r(n.State), n.Attempts, nanos(n.StartedAt), nanos(n.EndedAt), exit, s.r(n.Message), s.r(n.Progress))
+	if err != nil {
+		return fmt.Errorf("state: put node %q of run %q: %w", s.r(n.ID), s.r(n.RunID), err)
+	}
+	return nil
+}
+
+// Node returns node id of run, or an error wrapping ErrNotFound.
+func (s *Store) Node(ctx context.Context, run, id string) (Node, error) {
+	n, err := scanNode(s.st.node.QueryRowContext(ctx, s.r(run), s.r(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = fmt.Errorf("node %q of run %q: %w", s.r(id), s.r(run), ErrNotFound)
+	}
+	if err != nil {
+		return Node{}, fmt.Errorf("state: %w", err)
+	}
+	return n, nil
+}
+
+// Nodes returns the nodes of run in the order they were first put.
+func (s *Store) Nodes(ctx context.Context, run string) ([]Node, error) {
+	rows, err := s.st.nodes.QueryContext(ctx, s.r(run))
+	if err != nil {
+		return nil, fmt.Errorf("state: nodes of run %q: %w", s.r(run), err)
+	}
+	defer rows.Close()
+	var out []Node
+	for rows.Next() {
+		n, err := scanNode(rows)
+		if err != nil {
+			return nil, fmt.Errorf("state: nodes of run %q: %w", s.r(run), err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("state: nodes of run %q: %w", s.r(run), err)
+	}
+	return out, nil
+}
+
+func scanNode(sc scanner) (Node, error) {
+	var (
+		n              Node
+		started, ended sql.NullInt64
+		exit           sql.NullInt64
+	)
+	err := sc.Scan(&n.RunID, &n.ID, &n.Step, &n.Instance, &n.Cell, &n.Finally, &n.State, &n.Attempts,
+		&started, &ended, &exit, &n.Message, &n.Progress, &n.Seq)
+	if err != nil {
+		return Node{}, err
+	}
+	n.StartedAt, n.EndedAt = fromNanos(started), fromNanos(ended)
+	if exit.Valid {
+		code := int(exit.Int64)
+		n.ExitCode = &code
+	}
+	return n, nil
+}
