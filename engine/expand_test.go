@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -192,3 +193,44 @@ func BenchmarkEngine10k(b *testing.B) {
 type noop struct{}
 
 func (noop) Execute(context.Context, *engine.Task) error { return nil }
+
+// BenchmarkSweepMakespan runs a sweep of sleeping jobs (40 cells of 20ms on
+// two instances with 4 slots each) and reports the makespan against the
+// ideal: total work / slots.
+func BenchmarkSweepMakespan(b *testing.B) {
+	const cells, work, slots = 40, 20 * time.Millisecond, 8
+	var src strings.Builder
+	src.WriteString("taoflow: 1\nname: bench\ninstances:\n  a: {slots: 4}\n  b: {slots: 4}\nsteps:\n  - id: train\n    uses: run\n    matrix:\n      i: [")
+	for i := 0; i < cells; i++ {
+		if i > 0 {
+			src.WriteString(", ")
+		}
+		fmt.Fprint(&src, i)
+	}
+	src.WriteString("]\n    with: {command: x}\n  - {id: wait, uses: wait, needs: [train], matrix: inherit}\n")
+	g := mustPlanB(b, src.String())
+	sleeper := sleepExec{d: work}
+	var total time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if s := engine.Run(context.Background(), g, engine.Config{RunID: "r", Executor: sleeper}); s.Failed() {
+			b.Fatal("failed")
+		}
+		total += time.Since(start)
+	}
+	ideal := time.Duration(cells) * work / slots
+	makespan := total / time.Duration(b.N)
+	b.ReportMetric(float64(makespan.Milliseconds()), "makespan-ms")
+	b.ReportMetric(float64(ideal.Milliseconds()), "ideal-ms")
+	b.ReportMetric(float64(makespan)/float64(ideal), "ratio")
+}
+
+// sleepExec sleeps for run nodes (the job) and returns at once otherwise.
+type sleepExec struct{ d time.Duration }
+
+func (s sleepExec) Execute(ctx context.Context, t *engine.Task) error {
+	if t.Node.Step.Uses == "run" {
+		time.Sleep(s.d)
+	}
+	return nil
+}

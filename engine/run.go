@@ -136,6 +136,7 @@ type nodeRun struct {
 	instance string
 	group    *groupRun
 	finally  bool
+	started  bool
 }
 
 // groupRun is one matrix cell across the steps that share it: it holds one
@@ -145,6 +146,9 @@ type groupRun struct {
 	instance string
 	open     int
 	placed   bool
+	pool     []string
+	poolKey  string
+	members  []*nodeRun
 }
 
 type instRun struct {
@@ -199,6 +203,19 @@ type runner struct {
 	running  int
 	perStep  map[string]int
 
+	// parked holds nodes waiting for one specific node to end; ready
+	// holds nodes to look at again on the next pass.
+	parked map[*nodeRun][]*nodeRun
+	ready  []*nodeRun
+	// may counts, per instance, the nodes not yet ended that run or may
+	// run there (mayStep: the same without finalizers): an instance nothing
+	// may need is released at once.
+	may, mayStep map[string]int
+	// slotWait holds cells waiting for a free slot in their pool.
+	slotWait map[string]*poolWait
+	// stepInst finds the per-instance node of a step on an instance.
+	stepInst map[string]map[string]*nodeRun
+
 	stepsCtx    context.Context
 	cancelSteps context.CancelCauseFunc
 	finalCtx    context.Context
@@ -221,7 +238,9 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 		cfg.FinallyTimeout = 30 * time.Minute
 	}
 	r := &runner{g: g, cfg: cfg, byID: map[string]*nodeRun{}, insts: map[string]*instRun{},
-		results: make(chan any, 64), perStep: map[string]int{}}
+		results: make(chan any, 64), perStep: map[string]int{}, parked: map[*nodeRun][]*nodeRun{},
+		may: map[string]int{}, mayStep: map[string]int{}, stepInst: map[string]map[string]*nodeRun{},
+		slotWait: map[string]*poolWait{}}
 	r.stepsCtx, r.cancelSteps = context.WithCancelCause(ctx)
 	defer r.cancelSteps(nil)
 	groups := map[*Cell]*groupRun{}
@@ -230,11 +249,17 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 		if n.Cell != nil {
 			gr := groups[n.Cell]
 			if gr == nil {
-				gr = &groupRun{}
+				gr = &groupRun{pool: n.Pool, poolKey: strings.Join(n.Pool, "\x00")}
 				groups[n.Cell] = gr
 			}
 			gr.open++
+			gr.members = append(gr.members, nr)
 			nr.group = gr
+		} else {
+			if r.stepInst[n.Step.ID] == nil {
+				r.stepInst[n.Step.ID] = map[string]*nodeRun{}
+			}
+			r.stepInst[n.Step.ID][n.Instance] = nr
 		}
 		if inst, ok := cfg.Done[n.ID]; ok {
 			nr.state, nr.msg, nr.instance = Succeeded, "succeeded in an earlier attempt of this run", inst
@@ -252,6 +277,7 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 	for _, nr := range r.nodes {
 		if !nr.state.Terminal() {
 			r.pending = append(r.pending, nr)
+			r.addMay(nr, 1)
 		}
 	}
 	r.emit(Event{Type: RunStarted, Message: g.Plan.Name})
@@ -315,8 +341,14 @@ func (r *runner) loop(ctx context.Context) {
 	for {
 		r.schedule()
 		r.maybeRelease()
-		if r.inflight == 0 && len(r.pending) == 0 {
+		if r.inflight == 0 && len(r.pending) == 0 && len(r.parked) == 0 && len(r.slotWait) == 0 {
 			return
+		}
+		if r.inflight == 0 {
+			// Nothing is running and nothing can change: whatever still
+			// waits would wait forever. Fail it rather than hang.
+			r.unstick()
+			continue
 		}
 		select {
 		case <-done:
@@ -336,6 +368,11 @@ func (r *runner) cancel(cause error) {
 	}
 	r.canceled = true
 	r.cancelSteps(cause)
+	for on, nodes := range r.parked {
+		r.ready = append(r.ready, nodes...)
+		delete(r.parked, on)
+	}
+	r.wakeSlots("")
 }
 
 func (r *runner) handle(msg any) {
@@ -348,6 +385,7 @@ func (r *runner) handle(msg any) {
 		r.finish(nr, m.st, m.msg, m.code)
 	case acquireResult:
 		r.inflight--
+		r.wakeSlots("")
 		in := r.insts[m.inst]
 		in.acquiring = false
 		if m.err != nil {
@@ -372,6 +410,7 @@ func (r *runner) handle(msg any) {
 		}
 	case releaseResult:
 		r.inflight--
+		r.wakeSlots("")
 		in := r.insts[m.inst]
 		in.releasing, in.released = false, true
 		if m.err != nil {
@@ -401,14 +440,23 @@ func (r *runner) releaseError(in *instRun) error {
 
 // finish records a node's end and what it means for others.
 func (r *runner) finish(nr *nodeRun, st NodeState, msg string, code *int) {
+	r.addMay(nr, -1)
 	nr.state, nr.msg = st, msg
+	if waiting, ok := r.parked[nr]; ok {
+		r.ready = append(r.ready, waiting...)
+		delete(r.parked, nr)
+	}
 	if g := nr.group; g != nil {
 		g.open--
 		if g.open == 0 && g.placed {
 			r.insts[g.instance].used--
+			r.wakeSlots(g.instance)
 		}
 	}
-	if nr.n.Step.Uses == plan.KindUploadS3 && st != Succeeded && nr.instance != "" {
+	// An upload that ran and did not succeed leaves results only on the
+	// instance's disk: it must not be deleted (one that never started, because
+	// its training failed, has nothing to lose).
+	if nr.n.Step.Uses == plan.KindUploadS3 && nr.started && st != Succeeded && nr.instance != "" {
 		r.insts[nr.instance].uploadFailed = true
 	}
 	r.emit(Event{Type: NodeEnded, Node: nr.n.ID, Step: nr.n.Step.ID, Instance: nr.instance, State: st, Message: msg, ExitCode: code})
@@ -417,27 +465,77 @@ func (r *runner) finish(nr *nodeRun, st NodeState, msg string, code *int) {
 	}
 }
 
-// schedule starts every node that can start now, and settles nodes that
-// never will.
+// schedule starts every node that can start now, parks the ones waiting
+// for one node to end, and settles nodes that never will run.
 func (r *runner) schedule() {
-	progress := true
-	for progress {
-		progress = false
+	for {
 		kept := r.pending[:0]
 		for _, nr := range r.pending {
 			if r.canceled && !nr.finally {
 				r.finish(nr, Canceled, "not started: "+causeText(context.Cause(r.stepsCtx)), nil)
-				progress = true
 				continue
 			}
-			if r.tryStart(nr) != waiting {
-				progress = true
-				continue
+			res, on := r.tryStart(nr)
+			switch {
+			case res != waiting:
+			case on != nil:
+				r.parked[on] = append(r.parked[on], nr)
+			default:
+				kept = append(kept, nr)
 			}
-			kept = append(kept, nr)
 		}
 		clear(r.pending[len(kept):])
 		r.pending = kept
+		if len(r.ready) == 0 {
+			return
+		}
+		r.pending = append(r.pending, r.ready...)
+		r.ready = nil
+	}
+}
+
+// unstick fails every node that still waits when nothing is in flight, a
+// state the scheduler should never reach; it keeps a bug from hanging a run
+// (and its teardown) forever.
+func (r *runner) unstick() {
+	var stuck []*nodeRun
+	stuck = append(stuck, r.pending...)
+	for on, nodes := range r.parked {
+		stuck = append(stuck, nodes...)
+		delete(r.parked, on)
+	}
+	for key, w := range r.slotWait {
+		stuck = append(stuck, w.nodes...)
+		delete(r.slotWait, key)
+	}
+	r.pending = nil
+	for _, nr := range stuck {
+		if !nr.state.Terminal() {
+			r.finish(nr, Failed, "internal error: the scheduler could not start this node (please report it)", nil)
+		}
+	}
+	r.pending = append(r.pending, r.ready...)
+	r.ready = nil
+}
+
+// addMay counts nr (delta 1) or stops counting it (-1) on the instances it
+// runs or may run on.
+func (r *runner) addMay(nr *nodeRun, delta int) {
+	add := func(inst string) {
+		r.may[inst] += delta
+		if !nr.finally {
+			r.mayStep[inst] += delta
+		}
+	}
+	switch g := nr.group; {
+	case nr.instance != "":
+		add(nr.instance)
+	case g != nil && g.placed:
+		add(g.instance)
+	case g != nil:
+		for _, p := range g.pool {
+			add(p)
+		}
 	}
 }
 
@@ -447,7 +545,34 @@ const (
 	waiting startResult = iota
 	started
 	settled
+	parkedOnSlot // waits in slotWait for a free slot in its pool
 )
+
+// poolWait is the queue of cells waiting for a slot in one pool.
+type poolWait struct {
+	pool  []string
+	nodes []*nodeRun
+}
+
+// wakeSlots moves cells waiting for a slot back to the scheduler: as many
+// as inst has free slots, from each queue whose pool holds inst, or every
+// waiting cell when inst is "" (an instance came or went).
+func (r *runner) wakeSlots(inst string) {
+	for key, w := range r.slotWait {
+		if inst != "" && !slices.Contains(w.pool, inst) {
+			continue
+		}
+		n := len(w.nodes)
+		if in := r.insts[inst]; in != nil {
+			n = min(n, in.slots-in.used)
+		}
+		r.ready = append(r.ready, w.nodes[:n]...)
+		w.nodes = w.nodes[n:]
+		if len(w.nodes) == 0 {
+			delete(r.slotWait, key)
+		}
+	}
+}
 
 func (r *runner) succeeded(nr *nodeRun) bool {
 	return nr.state == Succeeded || (nr.n.Step.ContinueOnError && (nr.state == Failed || nr.state == TimedOut))
@@ -456,31 +581,31 @@ func (r *runner) succeeded(nr *nodeRun) bool {
 // depsOf checks a node's dependencies on instance inst ("" for a cell not
 // yet placed: instance-dependent deps are then checked at placement).
 // It returns ok, or the reason the node can never run.
-func (r *runner) depsOf(nr *nodeRun, inst string) (ok bool, blocked string) {
+func (r *runner) depsOf(nr *nodeRun, inst string) (ok bool, blocked string, on *nodeRun) {
 	for _, d := range nr.n.Needs {
 		switch d.Kind {
 		case DepNode:
 			t := r.byID[d.Node]
 			if !t.state.Terminal() {
-				return false, ""
+				return false, "", t
 			}
 			if !r.succeeded(t) {
-				return false, fmt.Sprintf("upstream %s %s", t.n.ID, t.state)
+				return false, fmt.Sprintf("upstream %s %s", t.n.ID, t.state), nil
 			}
 		case DepPlaced:
 			for _, t := range r.g.StepNodes(d.Step) {
 				tr := r.byID[t.ID]
 				if tr.group != nil && !tr.group.placed && !tr.state.Terminal() {
-					return false, "" // cells still to be placed
+					return false, "", nil // cells still to be placed
 				}
 				if tr.instance != inst {
 					continue
 				}
 				if !tr.state.Terminal() {
-					return false, ""
+					return false, "", nil
 				}
 				if !r.succeeded(tr) {
-					return false, fmt.Sprintf("upstream %s %s", tr.n.ID, tr.state)
+					return false, fmt.Sprintf("upstream %s %s", tr.n.ID, tr.state), nil
 				}
 			}
 		case DepInstance:
@@ -488,16 +613,16 @@ func (r *runner) depsOf(nr *nodeRun, inst string) (ok bool, blocked string) {
 				continue
 			}
 			if ok, blocked := r.instanceDep(d.Step, inst); !ok {
-				return false, blocked
+				return false, blocked, nil
 			}
 		}
 	}
-	return true, ""
+	return true, "", nil
 }
 
 // instanceDep checks a cell's need of per-instance step on inst.
 func (r *runner) instanceDep(step, inst string) (bool, string) {
-	if t := r.byID[step+"@"+inst]; t != nil {
+	if t := r.stepInst[step][inst]; t != nil {
 		if !t.state.Terminal() {
 			return false, ""
 		}
@@ -518,32 +643,38 @@ func (r *runner) instanceDep(step, inst string) (bool, string) {
 	return true, ""
 }
 
-func (r *runner) tryStart(nr *nodeRun) startResult {
+// tryStart starts nr if it can. A node that waits for one node to end
+// comes back with that node, so it can be parked until then.
+func (r *runner) tryStart(nr *nodeRun) (startResult, *nodeRun) {
 	n := nr.n
 	if r.cfg.Parallel > 0 && r.running >= r.cfg.Parallel {
-		return waiting
+		return waiting, nil
 	}
 	switch {
 	case n.Cell != nil && n.Root == "":
 		return r.tryPlace(nr)
 	case n.Cell != nil:
 		if !nr.group.placed {
-			if ok, blocked := r.depsOf(nr, ""); !ok && blocked != "" {
+			ok, blocked, on := r.depsOf(nr, "")
+			if !ok && blocked != "" {
 				r.finish(nr, Skipped, blocked, nil)
-				return settled
+				return settled, nil
 			}
-			return waiting
+			if on == nil {
+				on = r.byID[n.Root]
+			}
+			return waiting, on
 		}
 		nr.instance = nr.group.instance
 	}
 	inst := r.insts[nr.instance]
-	ok, blocked := r.depsOf(nr, nr.instance)
+	ok, blocked, on := r.depsOf(nr, nr.instance)
 	if blocked != "" {
 		r.finish(nr, Skipped, blocked, nil)
-		return settled
+		return settled, nil
 	}
 	if !ok {
-		return waiting
+		return waiting, on
 	}
 	if inst.acquireErr != nil {
 		st := Failed
@@ -551,58 +682,39 @@ func (r *runner) tryStart(nr *nodeRun) startResult {
 			st = Skipped
 		}
 		r.finish(nr, st, fmt.Sprintf("instance %s is not available: %v", inst.name, inst.acquireErr), nil)
-		return settled
+		return settled, nil
 	}
 	if !inst.acquired {
-		return waiting
+		return waiting, nil
 	}
 	if inst.released {
 		r.finish(nr, Skipped, fmt.Sprintf("instance %s was already released", inst.name), nil)
-		return settled
+		return settled, nil
 	}
-	if nr.finally && r.instanceBusy(nr.instance) {
-		return waiting
+	if nr.finally && r.mayStep[nr.instance] > 0 {
+		return waiting, nil // finalizers wait for every step node that is or may be on the instance
 	}
 	r.start(nr)
-	return started
-}
-
-// instanceBusy reports whether a step node (not a finalizer) is or may be
-// on inst and hasn't ended.
-func (r *runner) instanceBusy(inst string) bool {
-	for _, o := range r.pending {
-		if o.finally || o.state.Terminal() {
-			continue
-		}
-		if o.instance == inst || (o.instance == "" && slices.Contains(o.n.Pool, inst)) {
-			return true
-		}
-	}
-	for _, o := range r.nodes {
-		if o.state == Running && !o.finally && o.instance == inst {
-			return true
-		}
-	}
-	return false
+	return started, nil
 }
 
 // tryPlace places a cell's first node on the instance of its pool with the
 // most free slots whose per-instance upstream nodes succeeded.
-func (r *runner) tryPlace(nr *nodeRun) startResult {
-	ok, blocked := r.depsOf(nr, "")
+func (r *runner) tryPlace(nr *nodeRun) (startResult, *nodeRun) {
+	ok, blocked, on := r.depsOf(nr, "")
 	if blocked != "" {
 		r.finish(nr, Skipped, blocked, nil)
-		return settled
+		return settled, nil
 	}
 	if !ok {
-		return waiting
+		return waiting, on
 	}
 	if mp := nr.n.Step.MaxParallel; mp > 0 && r.perStep[nr.n.Step.ID] >= mp {
-		return waiting
+		return waiting, nil
 	}
 	var best *instRun
 	var reasons []string
-	possible := false
+	possible, onlyFull := false, true
 	for _, name := range nr.n.Pool {
 		in := r.insts[name]
 		switch {
@@ -613,13 +725,18 @@ func (r *runner) tryPlace(nr *nodeRun) startResult {
 			reasons = append(reasons, fmt.Sprintf("%s was released", name))
 			continue
 		}
-		ok, blocked := r.depsOf(nr, name)
+		if in.acquired && in.used >= in.slots {
+			possible = true
+			continue
+		}
+		ok, blocked, _ := r.depsOf(nr, name)
 		if blocked != "" {
 			reasons = append(reasons, blocked)
 			continue
 		}
 		possible = true
-		if !ok || !in.acquired || in.used >= in.slots {
+		if !ok || !in.acquired {
+			onlyFull = false
 			continue
 		}
 		if best == nil || in.slots-in.used > best.slots-best.used {
@@ -629,20 +746,47 @@ func (r *runner) tryPlace(nr *nodeRun) startResult {
 	if best == nil {
 		if !possible {
 			r.finish(nr, Skipped, "no instance of its pool can run it: "+strings.Join(reasons, "; "), nil)
-			return settled
+			return settled, nil
 		}
-		return waiting
+		if onlyFull && len(reasons) == 0 {
+			w := r.slotWait[nr.group.poolKey]
+			if w == nil {
+				w = &poolWait{pool: nr.group.pool}
+				r.slotWait[nr.group.poolKey] = w
+			}
+			w.nodes = append(w.nodes, nr)
+			return parkedOnSlot, nil
+		}
+		return waiting, nil
 	}
-	best.used++
-	nr.group.placed, nr.group.instance = true, best.name
-	nr.instance = best.name
+	r.place(nr.group, best)
 	r.emit(Event{Type: NodePlaced, Node: nr.n.ID, Step: nr.n.Step.ID, Instance: best.name})
 	r.start(nr)
-	return started
+	return started, nil
+}
+
+// place puts a cell on an instance: it takes a slot there until its last
+// node ends, and its nodes no longer count on the rest of the pool.
+func (r *runner) place(g *groupRun, in *instRun) {
+	in.used++
+	for _, m := range g.members {
+		if !m.state.Terminal() {
+			r.addMay(m, -1)
+		}
+	}
+	g.placed, g.instance = true, in.name
+	for _, m := range g.members {
+		if !m.state.Terminal() {
+			if m.n.Root == "" {
+				m.instance = in.name
+			}
+			r.addMay(m, 1)
+		}
+	}
 }
 
 func (r *runner) start(nr *nodeRun) {
-	nr.state = Running
+	nr.state, nr.started = Running, true
 	r.running++
 	r.inflight++
 	r.perStep[nr.n.Step.ID]++
@@ -697,25 +841,11 @@ func (r *runner) maybeRelease() {
 		if in.released || in.releasing || in.acquiring || (!in.acquired && in.acquireErr == nil) {
 			continue
 		}
-		if r.instanceNeeded(name) {
+		if r.may[name] > 0 {
 			continue
 		}
 		r.startRelease(in)
 	}
-}
-
-func (r *runner) instanceNeeded(inst string) bool {
-	for _, o := range r.pending {
-		if o.instance == inst || (o.instance == "" && slices.Contains(o.n.Pool, inst)) {
-			return true
-		}
-	}
-	for _, o := range r.nodes {
-		if o.state == Running && o.instance == inst {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *runner) startRelease(in *instRun) {
@@ -813,16 +943,18 @@ func classify(runCtx, attemptCtx context.Context, err error) (NodeState, string)
 	case err == nil:
 		return Succeeded, ""
 	case runCtx.Err() != nil:
-		return Canceled, "canceled: " + causeText(context.Cause(runCtx))
+		return Canceled, causeText(context.Cause(runCtx))
 	case attemptCtx.Err() != nil:
 		return TimedOut, causeText(context.Cause(attemptCtx))
 	}
 	return Failed, err.Error()
 }
 
+// exitCode is the process exit code an error carries; failures that are
+// not a process exiting (0) have none.
 func exitCode(err error) *int {
 	var ec ExitCoder
-	if errors.As(err, &ec) {
+	if errors.As(err, &ec) && ec.ExitCode() != 0 {
 		c := ec.ExitCode()
 		return &c
 	}

@@ -470,7 +470,8 @@ finally:
 }
 
 // Early teardown: an instance is released as soon as its own share is
-// done, while the other instance still works.
+// done (its cells and per-instance nodes, then its finalizers), while the
+// other instance still works.
 func TestEarlyTeardown(t *testing.T) {
 	g := mustPlan(t, `
 taoflow: 1
@@ -479,30 +480,35 @@ instances: {fast: {slots: 2}, slow: {slots: 1}}
 steps:
   - id: train
     uses: run
+    on: [fast]
     matrix: {i: [1, 2, 3]}
     with: {command: x}
   - id: wait
     uses: wait
     needs: [train]
     matrix: inherit
+  - id: long
+    uses: pull
+    on: [slow]
+    with: {image: x}
 finally:
   - id: teardown
     uses: delete
 `)
-	releaseSlow := make(chan struct{})
+	fastGone := make(chan struct{})
 	f := newFake(func(ctx context.Context, tk *engine.Task) error {
-		if tk.Instance == "slow" && tk.Node.Step.ID == "wait" {
+		if tk.Node.ID == "long@slow" {
 			select {
-			case <-releaseSlow:
+			case <-fastGone:
 			case <-time.After(10 * time.Second):
-				return errors.New("never released")
+				return errors.New("fast was never released while slow worked")
 			}
 		}
 		return nil
 	})
 	f.release = func(name string, mode engine.ReleaseMode) error {
 		if name == "fast" {
-			close(releaseSlow) // fast goes while slow still works
+			close(fastGone)
 		}
 		return nil
 	}
@@ -510,25 +516,43 @@ finally:
 	if s.Failed() {
 		t.Fatalf("failed: %v", s.Messages)
 	}
-	if f.index("release fast delete") > f.index("end teardown@slow on slow") {
-		t.Errorf("fast was not released early: %v", f.log)
+	if rf, end := f.index("release fast delete"), f.index("end long@slow on slow"); rf < 0 || rf > end {
+		t.Errorf("fast was not released before slow's work ended: %v", f.log)
+	}
+	if tf, rf := f.index("end teardown@fast on fast"), f.index("release fast delete"); tf > rf {
+		t.Errorf("fast was released before its finalizer ended: %v", f.log)
 	}
 }
 
 func TestUploadFailureStopsInsteadOfDelete(t *testing.T) {
 	g := mustPlan(t, fmt.Sprintf(sweep, 5, 5))
+	bad := "upload[lr=1,bs=8]"
 	f := newFake(func(ctx context.Context, tk *engine.Task) error {
-		if tk.Node.Step.ID == "upload" && tk.Instance == "a" {
+		if tk.Node.ID == bad {
 			return errors.New("verification mismatch")
 		}
 		return nil
 	})
 	s := run(t, g, f)
-	if got := f.has("release "); !slices.Contains(got, "release a stop") || !slices.Contains(got, "release b delete") {
-		t.Errorf("releases = %v", got)
+	on := s.Placement[bad]
+	other := map[string]string{"a": "b", "b": "a"}[on]
+	if got := f.has("release "); !slices.Contains(got, "release "+on+" stop") || !slices.Contains(got, "release "+other+" delete") {
+		t.Errorf("the failed upload ran on %s; releases = %v", on, got)
 	}
-	if !slices.Equal(s.Stopped, []string{"a"}) {
-		t.Errorf("Stopped = %v", s.Stopped)
+	if !slices.Equal(s.Stopped, []string{on}) {
+		t.Errorf("Stopped = %v, want [%s]", s.Stopped, on)
+	}
+	// A skipped upload (its training failed) protects nothing.
+	g = mustPlan(t, fmt.Sprintf(sweep, 5, 5))
+	f = newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.ID == "train[lr=1,bs=8]" {
+			return errors.New("exit 1")
+		}
+		return nil
+	})
+	s = run(t, g, f)
+	if s.States[bad] != engine.Skipped || len(s.Stopped) != 0 {
+		t.Errorf("upload = %s, Stopped = %v", s.States[bad], s.Stopped)
 	}
 }
 

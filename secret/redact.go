@@ -25,11 +25,12 @@ const Mask = "***"
 // It is immutable once built and safe for concurrent use. A nil *Redactor
 // is valid and redacts nothing.
 type Redactor struct {
-	patterns []string         // distinct, longest first
-	byPrefix map[uint32][]int // first four bytes → patterns, longest first
-	filter   [1 << 10]uint64  // bit set of hashed four-byte prefixes
-	maxLen   int              // longest pattern
-	starred  bool             // some pattern contains '*': redact to a fixed point
+	patterns  []string         // distinct, longest first
+	byPrefix  map[uint32][]int // first four bytes → patterns, longest first
+	filter    [1 << 10]uint64  // bit set of hashed four-byte prefixes
+	maxLen    int              // longest pattern
+	starred   bool             // some pattern contains '*': redact to a fixed point
+	multiline bool             // some pattern contains a line break
 }
 
 // NewRedactor builds a Redactor for values. Each value of at least
@@ -80,6 +81,7 @@ func NewRedactor(values ...string) *Redactor {
 		r.filter[h>>6] |= 1 << (h & 63)
 		r.maxLen = max(r.maxLen, len(p))
 		r.starred = r.starred || strings.Contains(p, "*")
+		r.multiline = r.multiline || strings.Contains(p, "\n")
 	}
 	return r
 }
@@ -206,7 +208,7 @@ func (r *Redactor) RedactBytes(b []byte) []byte {
 	}
 	s := string(b)
 	out := r.Redact(s)
-	if len(out) == len(s) && out == s {
+	if out == s {
 		return b
 	}
 	return []byte(out)

@@ -109,8 +109,8 @@ func TestNilRedactor(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	w := NewWriter(&buf, nil)
-	fmt.Fprint(w, ngcKey)
-	w.Close()
+	write(t, w, ngcKey)
+	closeWriter(t, w)
 	if buf.String() != ngcKey {
 		t.Errorf("nil writer wrote %q", buf.String())
 	}
@@ -185,10 +185,10 @@ func TestWriterByteAtATimeAndRandomChunks(t *testing.T) {
 		w := NewWriter(&buf, r)
 		for rest := in; rest != ""; {
 			n := min(len(rest), 1+rng.IntN(maxChunk))
-			io.WriteString(w, rest[:n])
+			write(t, w, rest[:n])
 			rest = rest[n:]
 		}
-		w.Close()
+		closeWriter(t, w)
 		out := buf.String()
 		for _, s := range []string{ngcKey, awsKey, b64(awsKey)[:20], "abcdef12", "ef12ghij", "ghij"} {
 			if strings.Contains(out, s) {
@@ -210,14 +210,54 @@ func TestWriterConcurrentWrites(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 100 {
-				io.WriteString(w, line) // one Write per line: lines stay whole
+				write(t, w, line) // one Write per line: lines stay whole
 			}
 		})
 	}
 	wg.Wait()
-	w.Close()
+	closeWriter(t, w)
 	if got, want := buf.String(), strings.Repeat("worker says ***\n", 400); got != want {
 		t.Errorf("got %d bytes, want %d; contains key: %v", len(got), len(want), strings.Contains(got, ngcKey))
+	}
+}
+
+func TestWriterPassesCompleteLines(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, NewRedactor(ngcKey))
+	write(t, w, "epoch 1 "+ngcKey+"\nepoch 2 ")
+	if got, want := buf.String(), "epoch 1 ***\n"; got != want {
+		t.Errorf("before Close: %q, want %q", got, want)
+	}
+	write(t, w, ngcKey[:10])
+	write(t, w, ngcKey[10:]+"\n")
+	if got, want := buf.String(), "epoch 1 ***\nepoch 2 ***\n"; got != want {
+		t.Errorf("second line: %q, want %q", got, want)
+	}
+
+	// A value that spans lines must not be cut at a line break.
+	buf.Reset()
+	two := "first-line-secret\nsecond-line-secret"
+	w = NewWriter(&buf, NewRedactor(two))
+	write(t, w, "a "+two[:20])
+	write(t, w, two[20:]+" b")
+	closeWriter(t, w)
+	if got, want := buf.String(), "a *** b"; got != want {
+		t.Errorf("multi-line value: %q, want %q", got, want)
+	}
+}
+
+// write writes s to w, reporting a failure (also from a goroutine).
+func write(t *testing.T, w io.Writer, s string) {
+	t.Helper()
+	if n, err := io.WriteString(w, s); err != nil || n != len(s) {
+		t.Errorf("Write = %d, %v; want %d", n, err, len(s))
+	}
+}
+
+func closeWriter(t *testing.T, w io.Closer) {
+	t.Helper()
+	if err := w.Close(); err != nil {
+		t.Errorf("Close = %v", err)
 	}
 }
 
@@ -241,7 +281,7 @@ func TestWriterErrors(t *testing.T) {
 
 	var buf bytes.Buffer
 	w = NewWriter(&buf, NewRedactor(ngcKey))
-	io.WriteString(w, "held")
+	write(t, w, "held")
 	if buf.Len() != 0 {
 		t.Errorf("a possible secret prefix was passed on before Close: %q", buf.String())
 	}
@@ -282,10 +322,10 @@ func FuzzRedact(f *testing.F) {
 		chunk = 1 + max(chunk, -chunk)%64
 		for rest := text; rest != ""; {
 			n := min(len(rest), chunk)
-			io.WriteString(w, rest[:n])
+			write(t, w, rest[:n])
 			rest = rest[n:]
 		}
-		w.Close()
+		closeWriter(t, w)
 		for _, s := range []string{s1, s2} {
 			if len(s) >= MinRedactLen && strings.Contains(buf.String(), s) {
 				t.Fatalf("stream of %q in chunks of %d = %q still holds %q", text, chunk, buf.String(), s)
@@ -318,6 +358,6 @@ func BenchmarkWriter(b *testing.B) {
 	b.SetBytes(int64(len(line)))
 	w := NewWriter(io.Discard, r)
 	for b.Loop() {
-		w.Write(line)
+		_, _ = w.Write(line)
 	}
 }

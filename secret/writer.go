@@ -3,12 +3,13 @@ package secret
 import (
 	"errors"
 	"io"
+	"strings"
 	"sync"
 )
 
 // holdLimit bounds how much a Writer holds back while a run of overlapping
-// secrets keeps growing across writes.
-const holdLimit = 64 << 10
+// secrets keeps growing across writes (beyond the longest secret form).
+const holdLimit = 4 << 10
 
 // errClosed is returned by Write after Close.
 var errClosed = errors.New("secret: write to a closed redacting writer")
@@ -26,7 +27,9 @@ type writer struct {
 // NewWriter returns a writer that passes everything written to it on to w
 // with r's secrets redacted, also when a secret is split across Write
 // calls: it holds back the last bytes that could start a secret until more
-// data arrives or Close is called. Close flushes what is held back; it
+// data arrives or Close is called. Complete lines are not held back (unless
+// a secret value spans lines), so line-oriented output such as a followed
+// log flows as it is written. Close flushes what is held back; it
 // does not close w. The writer is safe for concurrent use; with a nil
 // Redactor it copies through unchanged.
 func NewWriter(w io.Writer, r *Redactor) io.WriteCloser {
@@ -77,14 +80,19 @@ func (wr *writer) Write(p []byte) (int, error) {
 }
 
 // cut is how many bytes of s can be passed on now: all but the last
-// maxLen-1 (a secret starting there may continue in the next write), and
+// maxLen-1 (a secret starting there may continue in the next write) or
+// all up to the last line break when no secret form holds one, and
 // never splitting a found occurrence, which is held back whole so that an
 // overlapping secret completed later merges with it.
 func (wr *writer) cut(s string, spans []span) int {
 	cut := len(s) - (wr.r.maxLen - 1)
+	if !wr.r.multiline {
+		// No secret form spans a line break, so complete lines can go now.
+		cut = max(cut, strings.LastIndexByte(s, '\n')+1)
+	}
 	for _, sp := range spans {
 		if sp.start < cut && cut < sp.end {
-			if sp.start > 0 || len(s) < holdLimit {
+			if sp.start > 0 || len(s) < holdLimit+wr.r.maxLen {
 				return sp.start
 			}
 			return sp.end // a run of overlapping secrets grew past holdLimit

@@ -21,22 +21,22 @@ const (
 
 // Node is the recorded state of one node of a run's graph.
 type Node struct {
-	RunID     string
-	ID        string // the node id, e.g. "train[lr=0.1]@gpu0"
-	Step      string
-	Instance  string
-	Cell      string // the matrix cell, if any
-	Finally   bool   // a finalizer
-	State     string // one of the Node* constants
-	Attempts  int
-	StartedAt time.Time
-	EndedAt   time.Time
-	ExitCode  *int // nil until the node's command has exited
-	Message   string
-	Progress  string // e.g. "epoch 3/10 loss 0.21 eta 4m"
+	RunID     string    `json:"run_id"`
+	ID        string    `json:"id"` // the node id, e.g. "train[lr=0.1]@gpu0"
+	Step      string    `json:"step"`
+	Instance  string    `json:"instance,omitempty"`
+	Cell      string    `json:"cell,omitempty"`    // the matrix cell, if any
+	Finally   bool      `json:"finally,omitempty"` // a finalizer
+	State     string    `json:"state"`             // one of the Node* constants
+	Attempts  int       `json:"attempts"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	ExitCode  *int      `json:"exit_code,omitempty"` // nil until the node's command has exited
+	Message   string    `json:"message,omitempty"`
+	Progress  string    `json:"progress,omitempty"` // e.g. "epoch 3/10 loss 0.21 eta 4m"
 	// Seq orders the nodes of the store by first PutNode. The store assigns
 	// it; PutNode ignores it.
-	Seq int64
+	Seq int64 `json:"seq"`
 }
 
 // PutNode records n, replacing the node with the same run and id if there

@@ -29,17 +29,17 @@ const (
 // recorded as an intent before it is created, so that a crash between the
 // two still leaves a record to reconcile.
 type Resource struct {
-	ID        int64 // assigned by RecordIntent
-	RunID     string
-	Kind      string // one of the Kind* constants
-	Name      string // the name the platform knows it by
-	Instance  string
-	Platform  string
-	State     string            // one of the Resource* constants
-	Data      map[string]string // platform details, e.g. a container id; nil when empty
-	CreatedAt time.Time         // when the intent was recorded
-	UpdatedAt time.Time
-	Message   string // why deleting it failed
+	ID        int64             `json:"id"` // assigned by RecordIntent
+	RunID     string            `json:"run_id"`
+	Kind      string            `json:"kind"` // one of the Kind* constants
+	Name      string            `json:"name"` // the name the platform knows it by
+	Instance  string            `json:"instance,omitempty"`
+	Platform  string            `json:"platform"`
+	State     string            `json:"state"`          // one of the Resource* constants
+	Data      map[string]string `json:"data,omitempty"` // platform details, e.g. a container id; nil when empty
+	CreatedAt time.Time         `json:"created_at"`     // when the intent was recorded
+	UpdatedAt time.Time         `json:"updated_at"`
+	Message   string            `json:"message,omitempty"` // why deleting it failed
 }
 
 // RecordIntent records that r is about to be created and returns its id.

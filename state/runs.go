@@ -21,18 +21,18 @@ const (
 
 // Run is one `taoflow apply` of a plan.
 type Run struct {
-	ID        string
-	Name      string // the plan's name
-	PlanFile  string
-	PlanHash  string
-	Vars      map[string]string // nil when empty
-	State     string            // one of the Run* constants
-	PID       int               // of the taoflow process that owns the run
-	Host      string            // where that process runs
-	StartedAt time.Time
-	EndedAt   time.Time
-	ExitCode  int
-	Message   string
+	ID        string            `json:"id"`
+	Name      string            `json:"name"` // the plan's name
+	PlanFile  string            `json:"plan_file"`
+	PlanHash  string            `json:"plan_hash"`
+	Vars      map[string]string `json:"vars,omitempty"` // nil when empty
+	State     string            `json:"state"`          // one of the Run* constants
+	PID       int               `json:"pid"`            // of the taoflow process that owns the run
+	Host      string            `json:"host"`           // where that process runs
+	StartedAt time.Time         `json:"started_at"`
+	EndedAt   time.Time         `json:"ended_at"`
+	ExitCode  int               `json:"exit_code"`
+	Message   string            `json:"message,omitempty"`
 }
 
 // RunUpdate is the new outcome of a run. UpdateRun sets every field, so a

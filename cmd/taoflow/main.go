@@ -6,8 +6,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 // stdio is where a command reads and writes; tests substitute buffers.
@@ -17,7 +15,7 @@ type stdio struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(exitCode(run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}), os.Stderr))
+	// Signals are handled by the commands that need them (apply's three-stage
+	// Ctrl-C); the others keep the default: Ctrl-C ends them.
+	os.Exit(exitCode(run(context.Background(), os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}), os.Stderr))
 }

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -30,5 +35,94 @@ func TestScripts(t *testing.T) {
 			env.Setenv("EXAMPLES", wd+"/../../examples/plans")
 			return nil
 		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile": cmdWaitFile,
+			"procs":    cmdProcs,
+			"noargv":   cmdNoArgv,
+		},
 	})
+}
+
+// waitfile PATH [SECONDS]: wait until PATH exists (default 30s).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || neg {
+		ts.Fatalf("usage: waitfile path [seconds]")
+	}
+	limit := 30 * time.Second
+	if len(args) > 1 {
+		n, _ := strconv.Atoi(args[1])
+		limit = time.Duration(n) * time.Second
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("%s did not appear within %s", args[0], limit)
+}
+
+// procs TEXT: some process's command line contains TEXT; with !, none does
+// (polled for up to 10s, so processes being torn down get time to go).
+func cmdProcs(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: [!] procs text")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		found := processesWith(args[0])
+		if len(found) > 0 != neg {
+			return
+		}
+		if time.Now().After(deadline) {
+			if neg {
+				ts.Fatalf("processes still running with %q in their command line: %s", args[0], strings.Join(found, "; "))
+			}
+			ts.Fatalf("no process has %q in its command line", args[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// noargv TEXT SECONDS: sample every process's argv for SECONDS; fail if any
+// contains TEXT (a secret must never be on a command line).
+func cmdNoArgv(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: noargv text seconds")
+	}
+	n, _ := strconv.Atoi(args[1])
+	deadline := time.Now().Add(time.Duration(n) * time.Second)
+	samples := 0
+	for time.Now().Before(deadline) {
+		if found := processesWith(args[0]); len(found) > 0 {
+			ts.Fatalf("a secret is on a command line: %s", strings.Join(found, "; "))
+		}
+		samples++
+		time.Sleep(5 * time.Millisecond)
+	}
+	ts.Logf("sampled /proc/*/cmdline %d times", samples)
+}
+
+func processesWith(text string) []string {
+	var out []string
+	self := strconv.Itoa(os.Getpid())
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if strings.Split(p, "/")[2] == self {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// Match the raw argv (a secret passed as one argument) and the
+		// argv joined with spaces (a command and its arguments).
+		joined := bytes.ReplaceAll(b, []byte{0}, []byte{' '})
+		if !bytes.Contains(b, []byte(text)) && !bytes.Contains(joined, []byte(text)) {
+			continue
+		}
+		out = append(out, strings.Split(p, "/")[2]+": "+string(joined))
+	}
+	return out
 }

@@ -66,10 +66,14 @@ exist and bill — the names are printed); 130 interrupted (teardown done).`,
 	root.AddCommand(
 		newValidateCmd(io),
 		newPlanCmd(io),
+		newApplyCmd(io, g),
+		newStatusCmd(io, g),
+		newLogsCmd(io, g),
+		newDestroyCmd(io, g),
+		newCancelCmd(io, g),
 		newGraphCmd(io),
 		newVersionCmd(io),
 	)
-	_ = g
 	return root
 }
 

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/local"
+	"github.com/taoflow/taoflow/secret"
+	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
+)
+
+type applyFlags struct {
+	vars     []string
+	parallel int
+	output   string
+	finally  time.Duration
+}
+
+func newApplyCmd(sio stdio, g *globals) *cobra.Command {
+	f := &applyFlags{}
+	cmd := &cobra.Command{
+		Use:   "apply PLAN",
+		Short: "Run a plan, and tear down what it created whatever happens",
+		Long: `Apply checks PLAN, reads the secrets it declares from the environment, and
+runs its nodes concurrently over the instances' free slots. Every instance,
+job and process is recorded in the state directory before it is created, so
+'taoflow status', 'taoflow logs' and 'taoflow destroy' can see it even after a
+crash.
+
+Finalizers (finally:) run after the steps of their instance have ended,
+whatever happened, and instances this run created are released as soon as no
+remaining node needs them.
+
+Ctrl-C once: start no more nodes, cancel running ones, tear down. Twice: show
+what teardown is still doing. Three times: abandon teardown (exit 3) and
+print the 'taoflow destroy' command that finishes it.
+
+Output: --output auto shows a live table on a terminal and timestamped lines
+otherwise; plain forces the lines; json prints one event per line.
+
+Exit status: 0 all succeeded; 1 a node failed (teardown done); 2 invalid plan
+or usage (nothing started); 3 teardown incomplete (something may still exist:
+the names and the command that removes them are printed); 130 interrupted
+(teardown done).`,
+		Example: `  taoflow apply examples/plans/quickstart.yaml
+  NGC_KEY=... taoflow apply train.yaml --var epochs=20 --parallel 4
+  taoflow apply sweep.yaml --output json > events.jsonl`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: planFileCompletion,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return apply(cmd.Context(), sio, g, args[0], f)
+		},
+	}
+	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
+	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "most nodes running at once (0: no limit beyond slots)")
+	cmd.Flags().StringVar(&f.output, "output", "auto", "output: `auto`, plain or json")
+	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"auto", "plain", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func apply(parent context.Context, sio stdio, g *globals, path string, f *applyFlags) error {
+	switch f.output {
+	case "auto", "plain", "json":
+	default:
+		return usageError(fmt.Errorf("--output %q: use auto, plain or json", f.output))
+	}
+	if f.parallel < 0 {
+		return usageError(fmt.Errorf("--parallel must not be negative"))
+	}
+	p, _, err := loadPlan(sio, path, f.vars)
+	if err != nil {
+		return err
+	}
+	secrets, err := secret.Resolve(p.SecretNames(), os.LookupEnv)
+	if err != nil {
+		return usageError(err)
+	}
+	red := secrets.Redactor()
+	out := secret.NewWriter(sio.out, red)
+	defer out.Close()
+	errOut := secret.NewWriter(sio.err, red)
+	defer errOut.Close()
+
+	pf, err := newPlatform(p, g.stateDir)
+	if err != nil {
+		return usageError(err)
+	}
+	store, err := state.Open(g.stateDir, state.WithRedactor(red.Redact))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	runID := newRunID(p.Name)
+	graph, err := engine.Expand(p, engine.Options{RunID: runID})
+	if err != nil {
+		return usageError(err)
+	}
+	host, _ := os.Hostname()
+	vars := map[string]string{}
+	for _, v := range p.Vars {
+		vars[v.Name] = v.Value
+	}
+	ctx := context.WithoutCancel(parent)
+	if err := store.CreateRun(ctx, state.Run{ID: runID, Name: p.Name, PlanFile: path, PlanHash: p.Hash, Vars: vars,
+		State: state.RunRunning, PID: os.Getpid(), Host: host, StartedAt: time.Now()}); err != nil {
+		return err
+	}
+	cwd, _ := os.Getwd()
+	st := steps.New(steps.Config{Platform: pf, Plan: p, Secrets: secrets, RunID: runID, BaseDir: cwd})
+	insts := newInstances(runID, p, pf, store, st)
+
+	view, closeView := newView(f.output, out, graph)
+	rec, err := newRecorder(ctx, runID, graph, store, view)
+	if err != nil {
+		return err
+	}
+	if f.output != "json" {
+		fmt.Fprintf(errOut, "taoflow: run %s (%d nodes on %d instances); state in %s\n", runID, len(graph.Nodes), len(p.Instances), g.stateDir)
+	}
+
+	runCtx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	stopSignals := handleSignals(errOut, runID, cancel, store)
+	defer stopSignals()
+
+	sum := engine.Run(runCtx, graph, engine.Config{
+		RunID: runID, Parallel: f.parallel, Executor: &executor{run: runID, g: graph, insts: insts, steps: st, store: store},
+		Instances: insts, Observer: rec, FinallyTimeout: f.finally,
+	})
+	code, verdict := outcome(sum)
+	rec.Event(engine.Event{Time: time.Now(), Type: engine.RunEnded, Message: verdict})
+	closeView()
+	runState := map[int]string{exitOK: state.RunSucceeded, exitFailed: state.RunFailed, exitTeardown: state.RunTeardownIncomplete, exitInterrupted: state.RunInterrupted}[code]
+	if err := store.UpdateRun(ctx, runID, state.RunUpdate{State: runState, EndedAt: time.Now(), ExitCode: code, Message: verdict}); err != nil {
+		fmt.Fprintf(errOut, "taoflow: could not record the end of the run: %v\n", err)
+	}
+	if f.output != "json" {
+		printOutcome(errOut, runID, graph, sum, verdict)
+	}
+	if rec.errs > 0 {
+		fmt.Fprintf(errOut, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", rec.errs, runID)
+	}
+	if code == exitOK {
+		return nil
+	}
+	return silent(code)
+}
+
+// outcome maps a run's summary to the exit code and a one-line verdict.
+func outcome(s engine.Summary) (int, string) {
+	counts := fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d canceled, %d timed out",
+		s.Count(engine.Succeeded), s.Count(engine.Failed), s.Count(engine.Skipped), s.Count(engine.Canceled), s.Count(engine.TimedOut))
+	switch {
+	case len(s.Left) > 0:
+		return exitTeardown, "teardown incomplete (" + counts + ")"
+	case s.Interrupted:
+		return exitInterrupted, "interrupted; teardown completed (" + counts + ")"
+	case s.Failed():
+		return exitFailed, "failed; teardown completed (" + counts + ")"
+	}
+	return exitOK, "succeeded (" + counts + ")"
+}
+
+func printOutcome(w io.Writer, runID string, g *engine.Graph, s engine.Summary, verdict string) {
+	for _, n := range g.Nodes {
+		st := s.States[n.ID]
+		if st == engine.Failed || st == engine.TimedOut {
+			fmt.Fprintf(w, "taoflow: %s %s: %s\n", n.ID, st, s.Messages[n.ID])
+		}
+	}
+	for _, name := range s.Stopped {
+		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them\n", name)
+	}
+	if len(s.Left) > 0 {
+		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(s.Left, ", "))
+		fmt.Fprintf(w, "taoflow: remove them with: taoflow destroy %s --yes\n", runID)
+	}
+	fmt.Fprintf(w, "taoflow: run %s %s\n", runID, verdict)
+}
+
+func newView(output string, w io.Writer, g *engine.Graph) (engine.Observer, func()) {
+	switch output {
+	case "json":
+		return newJSONView(w), func() {}
+	case "auto":
+		if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
+			lv := newLiveView(w, g, func() (int, int) {
+				c, r, err := term.GetSize(int(f.Fd()))
+				if err != nil {
+					return 80, 24
+				}
+				return c, r
+			})
+			return lv, lv.Close
+		}
+	}
+	return &plainView{w: w}, func() {}
+}
+
+// handleSignals implements the three-stage Ctrl-C: cancel and tear down;
+// say what teardown is doing; abandon it with exit 3.
+func handleSignals(w io.Writer, runID string, cancel context.CancelCauseFunc, store *state.Store) func() {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var once sync.Once
+	done := make(chan struct{})
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				n++
+				name := "SIGTERM"
+				if sig == os.Interrupt {
+					name = "SIGINT (Ctrl-C)"
+				}
+				switch n {
+				case 1:
+					fmt.Fprintf(w, "\ntaoflow: %s: starting no more nodes, cancelling running ones, then tearing down (Ctrl-C again to see what teardown does)\n", name)
+					cancel(fmt.Errorf("interrupted by %s", name))
+				case 2:
+					alive, _ := store.Alive(context.Background(), runID)
+					var names []string
+					for _, r := range alive {
+						names = append(names, r.Kind+" "+r.Name)
+					}
+					fmt.Fprintf(w, "\ntaoflow: teardown is still running; not yet removed: %s\ntaoflow: Ctrl-C once more abandons teardown\n", strings.Join(names, ", "))
+				default:
+					fmt.Fprintf(w, "\ntaoflow: teardown abandoned; what it had not removed may still exist (and bill)\ntaoflow: remove it with: taoflow destroy %s --yes\n", runID)
+					_ = store.UpdateRun(context.Background(), runID, state.RunUpdate{State: state.RunTeardownIncomplete, EndedAt: time.Now(), ExitCode: exitTeardown, Message: "teardown abandoned by a third interrupt"})
+					_ = store.Close()
+					os.Exit(exitTeardown)
+				}
+			}
+		}
+	}()
+	return func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+		})
+	}
+}
+
+// newPlatform builds the plan's platform.
+func newPlatform(p *plan.Plan, stateDir string) (platform.Platform, error) {
+	switch p.Platform.Kind {
+	case plan.PlatformLocal:
+		root, err := filepath.Abs(filepath.Join(stateDir, "sandboxes"))
+		if err != nil {
+			return nil, err
+		}
+		return local.New(root), nil
+	}
+	return nil, fmt.Errorf("%s: the %s platform is not in this build yet (local is)", p.File, p.Platform.Kind)
+}
+
+// newRunID makes a run id: the plan name, the time, and 4 random hex digits.
+func newRunID(name string) string {
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%s-%s", name, time.Now().UTC().Format("0102-150405"), hex.EncodeToString(b))
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/local"
+	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
+)
+
+func newDestroyCmd(sio stdio, g *globals) *cobra.Command {
+	var yes, all bool
+	cmd := &cobra.Command{
+		Use:   "destroy RUN|--all",
+		Short: "Tear down every resource the state says may still exist",
+		Long: `Destroy reads the state and removes what a run recorded and may have left:
+it stops the run's jobs on each instance, then deletes the instances the run
+created. It is what finishes a teardown that was abandoned, or that never
+happened because apply was killed (kill -9, power loss). Instances the plan
+only used (existing:, ssh hosts) are never deleted; only the run's jobs on
+them are stopped.
+
+It refuses while the run's apply is still alive (use 'taoflow cancel'), and
+asks before deleting unless --yes. Exit status 3 if something could not be
+removed (it is named).`,
+		Example: `  taoflow destroy quickstart-1203-041523-a1b2 --yes
+  taoflow destroy --all --yes`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all != (len(args) == 0) || len(args) > 1 {
+				return usageError(fmt.Errorf("give one RUN or --all"))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := state.Open(g.stateDir)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			var runs []state.Run
+			if all {
+				if runs, err = store.Runs(ctx); err != nil {
+					return err
+				}
+			} else {
+				r, err := findRun(ctx, store, args[0])
+				if err != nil {
+					return usageError(err)
+				}
+				runs = []state.Run{r}
+			}
+			return destroyRuns(ctx, sio, g, store, runs, yes)
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "don't ask for confirmation")
+	cmd.Flags().BoolVar(&all, "all", false, "every run in the state")
+	return cmd
+}
+
+func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store, runs []state.Run, yes bool) error {
+	type work struct {
+		run   state.Run
+		alive []state.Resource
+	}
+	var todo []work
+	for _, r := range runs {
+		alive, err := store.Alive(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if len(alive) == 0 {
+			continue
+		}
+		if applyAlive(r) {
+			return usageError(fmt.Errorf("run %s is still being applied (pid %d); stop it with: taoflow cancel %s", r.ID, r.PID, r.ID))
+		}
+		todo = append(todo, work{r, alive})
+	}
+	if len(todo) == 0 {
+		fmt.Fprintln(sio.out, "nothing to destroy: the state records no resource that may still exist")
+		return nil
+	}
+	for _, w := range todo {
+		for _, res := range w.alive {
+			fmt.Fprintf(sio.out, "%s: %s %s on %s (%s)\n", w.run.ID, res.Kind, res.Name, res.Instance, res.State)
+		}
+	}
+	if !yes {
+		f, isFile := sio.in.(*os.File)
+		if !isFile || !term.IsTerminal(int(f.Fd())) {
+			return usageError(fmt.Errorf("refusing to destroy without --yes (stdin is not a terminal to ask on)"))
+		}
+		fmt.Fprint(sio.out, "destroy these? [y/N] ")
+		answer, _ := bufio.NewReader(sio.in).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return usageError(fmt.Errorf("nothing destroyed"))
+		}
+	}
+	failed := 0
+	for _, w := range todo {
+		failed += destroyRun(ctx, sio.out, g, store, w.run, w.alive)
+	}
+	if failed > 0 {
+		fmt.Fprintf(sio.err, "taoflow: %d resources could not be removed; they may still exist (and bill)\n", failed)
+		return silent(exitTeardown)
+	}
+	return nil
+}
+
+// destroyRun stops the run's jobs on each instance it used, then deletes the
+// instances it created. It returns how many resources remain.
+func destroyRun(ctx context.Context, w io.Writer, g *globals, store *state.Store, r state.Run, alive []state.Resource) int {
+	byInstance := map[string][]state.Resource{}
+	var order []string
+	for _, res := range alive {
+		if _, ok := byInstance[res.Instance]; !ok {
+			order = append(order, res.Instance)
+		}
+		byInstance[res.Instance] = append(byInstance[res.Instance], res)
+	}
+	failed := 0
+	for _, name := range order {
+		resources := byInstance[name]
+		pf, inst, err := platformFor(g, resources)
+		if err != nil {
+			fmt.Fprintf(w, "%s: %s: %v\n", r.ID, name, err)
+			failed += len(resources)
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		st := steps.New(steps.Config{Platform: pf, RunID: r.ID})
+		if inst.Ref != "" {
+			if err := st.Cleanup(cctx, inst); err != nil {
+				fmt.Fprintf(w, "%s: stopping jobs on %s: %v\n", r.ID, name, err)
+			}
+		}
+		for _, res := range resources {
+			var err error
+			if res.Kind == state.KindInstance {
+				if d, ok := pf.(platform.Deleter); ok {
+					err = d.Delete(cctx, inst)
+				}
+			}
+			if err != nil {
+				failed++
+				_ = store.MarkFailed(ctx, res.ID, err.Error())
+				fmt.Fprintf(w, "%s: %s %s: NOT removed: %v\n", r.ID, res.Kind, res.Name, err)
+				continue
+			}
+			_ = store.MarkDeleted(ctx, res.ID)
+			fmt.Fprintf(w, "%s: %s %s: removed\n", r.ID, res.Kind, res.Name)
+		}
+		cancel()
+	}
+	if failed == 0 && (r.State == state.RunRunning || r.State == state.RunTeardownIncomplete) {
+		_ = store.UpdateRun(ctx, r.ID, state.RunUpdate{State: state.RunCanceled, EndedAt: time.Now(), ExitCode: exitInterrupted, Message: "torn down by taoflow destroy"})
+	}
+	return failed
+}
+
+// platformFor rebuilds the platform and instance a run's resources live on.
+func platformFor(g *globals, resources []state.Resource) (platform.Platform, platform.Instance, error) {
+	inst := platform.Instance{Created: true}
+	kind := ""
+	for _, res := range resources {
+		inst.Name = res.Instance
+		if ref := res.Data["ref"]; ref != "" {
+			inst.Ref = ref
+		}
+		if ref := res.Data["instance_ref"]; ref != "" && inst.Ref == "" {
+			inst.Ref = ref
+		}
+		if res.Platform != "" {
+			kind = res.Platform
+		}
+	}
+	switch kind {
+	case "local":
+		root, err := filepath.Abs(filepath.Join(g.stateDir, "sandboxes"))
+		if err != nil {
+			return nil, inst, err
+		}
+		return local.New(root), inst, nil
+	}
+	return nil, inst, fmt.Errorf("resources on the %q platform can't be destroyed by this build", kind)
+}
+
+func newCancelCmd(sio stdio, g *globals) *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "cancel RUN",
+		Short: "Stop a run, whether or not its apply process is alive",
+		Long: `Cancel stops RUN. If its apply process is alive on this host, it gets the
+same interrupt as a Ctrl-C (cancel running nodes, run finalizers, tear
+down), and cancel waits for it to finish. If the process is gone, cancel
+tears down what the state records, like 'taoflow destroy RUN --yes'.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := state.Open(g.stateDir)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			r, err := findRun(ctx, store, args[0])
+			if err != nil {
+				return usageError(err)
+			}
+			if !applyAlive(r) {
+				return destroyRuns(ctx, sio, g, store, []state.Run{r}, true)
+			}
+			if err := syscall.Kill(r.PID, syscall.SIGINT); err != nil {
+				return fmt.Errorf("signalling apply (pid %d): %w", r.PID, err)
+			}
+			fmt.Fprintf(sio.out, "interrupted apply (pid %d); waiting for its teardown\n", r.PID)
+			deadline := time.Now().Add(wait)
+			for time.Now().Before(deadline) {
+				if syscall.Kill(r.PID, 0) != nil {
+					r, _ = store.Run(ctx, r.ID)
+					fmt.Fprintf(sio.out, "run %s: %s\n", r.ID, r.State)
+					return nil
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			return fmt.Errorf("apply (pid %d) is still tearing down after %s", r.PID, wait)
+		},
+	}
+	cmd.Flags().DurationVar(&wait, "wait", 30*time.Minute, "how long to wait for the run's teardown")
+	return cmd
+}

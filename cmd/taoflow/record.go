@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/state"
+)
+
+// recorder writes the engine's events to the state (runs, nodes, events,
+// node logs) and hands them on to the view. The engine calls it from one
+// goroutine at a time.
+type recorder struct {
+	run   string
+	store *state.Store
+	view  engine.Observer
+
+	mu    sync.Mutex
+	nodes map[string]*state.Node
+	errs  int
+}
+
+func newRecorder(ctx context.Context, run string, g *engine.Graph, store *state.Store, view engine.Observer) (*recorder, error) {
+	r := &recorder{run: run, store: store, view: view, nodes: map[string]*state.Node{}}
+	for _, n := range g.Nodes {
+		sn := &state.Node{RunID: run, ID: n.ID, Step: n.Step.ID, Instance: n.Instance, Finally: n.Finally, State: state.NodePending}
+		if n.Cell != nil {
+			sn.Cell = n.Cell.ID
+		}
+		r.nodes[n.ID] = sn
+		if err := store.PutNode(ctx, *sn); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *recorder) Event(e engine.Event) {
+	ctx := context.Background()
+	r.view.Event(e)
+	if e.Type != engine.NodeLog {
+		data := map[string]string{}
+		if e.State != "" {
+			data["state"] = string(e.State)
+		}
+		if e.ExitCode != nil {
+			data["exit_code"] = fmt.Sprint(*e.ExitCode)
+		}
+		if e.Attempt > 0 {
+			data["attempt"] = fmt.Sprint(e.Attempt)
+		}
+		_, err := r.store.AppendEvent(ctx, state.Event{RunID: r.run, Time: e.Time, Type: string(e.Type), Node: e.Node, Message: e.Message, Data: data})
+		r.check(err)
+	}
+	if e.Node == "" {
+		return
+	}
+	r.mu.Lock()
+	n := r.nodes[e.Node]
+	r.mu.Unlock()
+	if n == nil {
+		return
+	}
+	switch e.Type {
+	case engine.NodeLog:
+		r.check(r.store.AppendLog(r.run, e.Node, []byte(e.Message+"\n")))
+		return
+	case engine.NodePlaced:
+		n.Instance = e.Instance
+	case engine.NodeStarted:
+		n.State, n.Attempts, n.Instance = state.NodeRunning, e.Attempt, e.Instance
+		if n.StartedAt.IsZero() {
+			n.StartedAt = e.Time
+		}
+	case engine.NodeRetrying:
+		n.Message = e.Message
+	case engine.NodeProgress:
+		n.Progress = e.Message
+	case engine.NodeEnded:
+		n.State, n.Message, n.ExitCode, n.EndedAt = string(e.State), e.Message, e.ExitCode, e.Time
+		if e.Instance != "" {
+			n.Instance = e.Instance
+		}
+		r.check(r.store.FlushLog(r.run, e.Node))
+	default:
+		return
+	}
+	r.check(r.store.PutNode(ctx, *n))
+}
+
+// check counts state write failures; apply reports them at the end rather
+// than stopping a run that is spending money.
+func (r *recorder) check(err error) {
+	if err != nil {
+		r.mu.Lock()
+		r.errs++
+		r.mu.Unlock()
+	}
+}
+
+// elapsed formats a duration for tables: 4s, 3m12s, 1h02m.
+func elapsed(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

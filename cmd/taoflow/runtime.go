@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
+)
+
+// This file wires the engine to the steps, the platform and the state: the
+// engine declares what it needs (Executor, Instances) and these adapters
+// provide it. No decisions are made here beyond recording intent first.
+
+// instances provides the run's instances: it records each one in the state
+// before creating it, and releases it (stopping the run's jobs first).
+type instances struct {
+	run      string
+	plan     *plan.Plan
+	platform platform.Platform
+	store    *state.Store
+	steps    *steps.Steps
+
+	mu   sync.Mutex
+	live map[string]platform.Instance
+	ids  map[string]int64
+}
+
+var _ engine.Instances = (*instances)(nil)
+
+func newInstances(run string, p *plan.Plan, pf platform.Platform, store *state.Store, st *steps.Steps) *instances {
+	return &instances{run: run, plan: p, platform: pf, store: store, steps: st,
+		live: map[string]platform.Instance{}, ids: map[string]int64{}}
+}
+
+func (in *instances) get(name string) (platform.Instance, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	pi, ok := in.live[name]
+	return pi, ok
+}
+
+// Acquire creates the instance when this run owns it (local sandboxes, brev
+// create:), else uses it as it is.
+func (in *instances) Acquire(ctx context.Context, name string) error {
+	pi := in.plan.Instance(name)
+	if pi == nil {
+		return fmt.Errorf("unknown instance %s", name)
+	}
+	spec := platform.Spec{Name: name, Type: pi.CreateType, Existing: pi.Existing, Host: pi.Host}
+	creator, canCreate := in.platform.(platform.Creator)
+	owned := canCreate && (in.platform.Kind() == plan.PlatformLocal || pi.Create)
+	if !owned {
+		ref := pi.Existing
+		if ref == "" {
+			ref = pi.Host
+		}
+		in.mu.Lock()
+		in.live[name] = platform.Instance{Name: name, Ref: ref}
+		in.mu.Unlock()
+		return nil
+	}
+	id, err := in.store.RecordIntent(ctx, state.Resource{RunID: in.run, Kind: state.KindInstance, Name: name, Instance: name, Platform: in.platform.Kind()})
+	if err != nil {
+		return fmt.Errorf("recording instance %s before creating it: %w", name, err)
+	}
+	in.mu.Lock()
+	in.ids[name] = id
+	in.mu.Unlock()
+	inst, err := creator.Create(ctx, in.run, spec)
+	if err != nil {
+		return err
+	}
+	data := map[string]string{"ref": inst.Ref}
+	for k, v := range inst.Attrs {
+		data[k] = v
+	}
+	if err := in.store.MarkCreated(ctx, id, data); err != nil {
+		return err
+	}
+	in.mu.Lock()
+	in.live[name] = inst
+	in.mu.Unlock()
+	return nil
+}
+
+// Release stops the run's jobs on the instance, then deletes (or stops) it
+// when the run created it. An error means it may still exist.
+func (in *instances) Release(ctx context.Context, name string, mode engine.ReleaseMode) error {
+	inst, ok := in.get(name)
+	in.mu.Lock()
+	id, owned := in.ids[name]
+	in.mu.Unlock()
+	if ok {
+		if err := in.steps.Cleanup(ctx, inst); err != nil {
+			return fmt.Errorf("stopping this run's jobs on %s: %w", name, err)
+		}
+		if err := in.markJobsGone(ctx, name); err != nil {
+			return err
+		}
+	}
+	if !owned {
+		if c, ok := in.platform.(platform.Closer); ok && in.platform.Kind() != plan.PlatformLocal {
+			_ = c.Close()
+		}
+		return nil
+	}
+	if !ok {
+		// Creation failed or was interrupted: delete whatever may exist under the name.
+		inst = platform.Instance{Name: name, Created: true}
+		if r, err := in.store.Resource(ctx, id); err == nil {
+			inst.Ref = r.Data["ref"]
+		}
+	}
+	var err error
+	switch mode {
+	case engine.ReleaseStop:
+		stopper, canStop := in.platform.(platform.Stopper)
+		if !canStop {
+			err = fmt.Errorf("a results upload on %s failed, so it was not deleted, and %s instances can't be stopped; it is left as it is (%s)", name, in.platform.Kind(), inst.Ref)
+			break
+		}
+		err = stopper.Stop(ctx, inst)
+		if err == nil {
+			return in.store.MarkFailed(ctx, id, "stopped: a results upload on it failed; its disk is kept")
+		}
+	default:
+		deleter, canDelete := in.platform.(platform.Deleter)
+		if !canDelete {
+			return nil
+		}
+		if err = deleter.Delete(ctx, inst); err == nil {
+			return in.store.MarkDeleted(ctx, id)
+		}
+	}
+	_ = in.store.MarkFailed(context.WithoutCancel(ctx), id, err.Error())
+	return err
+}
+
+// markJobsGone records that the run's jobs on an instance were stopped.
+func (in *instances) markJobsGone(ctx context.Context, name string) error {
+	alive, err := in.store.Alive(ctx, in.run)
+	if err != nil {
+		return err
+	}
+	for _, r := range alive {
+		if r.Kind == state.KindJob && r.Instance == name {
+			if err := in.store.MarkDeleted(ctx, r.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// executor runs a node's attempt through the steps.
+type executor struct {
+	run   string
+	g     *engine.Graph
+	insts *instances
+	steps *steps.Steps
+	store *state.Store
+}
+
+var _ engine.Executor = (*executor)(nil)
+
+func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
+	inst, ok := e.insts.get(t.Instance)
+	if !ok {
+		return fmt.Errorf("instance %s is not available", t.Instance)
+	}
+	n := t.Node
+	req := steps.Request{
+		NodeID: n.ID, Step: n.Step, Instance: inst, With: t.With, JobID: n.JobID,
+		Attempt: t.Attempt, Log: t.Log, Progress: t.Progress, Release: t.Release,
+	}
+	if n.Cell != nil {
+		c := &steps.Cell{ID: n.Cell.ID, Index: n.Cell.Index}
+		for _, v := range n.Cell.Values {
+			c.Values = append(c.Values, steps.KV{Key: v.Key, Value: v.Value})
+		}
+		req.Cell = c
+	}
+	for _, up := range t.Upstream {
+		if up.Node.Step.Uses != plan.KindRun {
+			continue
+		}
+		w := e.g.With(up.Node, engine.Scope{RunID: e.run, Instance: up.Instance})
+		job := steps.Job{ID: up.Node.JobID}
+		if v := w.Get("results"); v != nil {
+			job.Results = v.Text
+		}
+		if v := w.Get("image"); v != nil {
+			job.Image = v.Text
+		}
+		req.Jobs = append(req.Jobs, job)
+	}
+	if n.Step.Uses == plan.KindRun {
+		id, err := e.store.RecordIntent(ctx, state.Resource{RunID: e.run, Kind: state.KindJob, Name: n.JobID, Instance: t.Instance,
+			Platform: e.insts.platform.Kind(), Data: map[string]string{"instance_ref": inst.Ref}})
+		if err != nil {
+			return fmt.Errorf("recording job %s before launching it: %w", n.JobID, err)
+		}
+		if err := e.steps.Do(ctx, req); err != nil {
+			return err
+		}
+		return e.store.MarkCreated(ctx, id, nil)
+	}
+	return e.steps.Do(ctx, req)
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/taoflow/taoflow/state"
+)
+
+func newStatusCmd(sio stdio, g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [RUN]",
+		Short: "Show runs, their nodes and the resources that may still exist",
+		Long: `Without RUN, status lists the runs in the state directory, newest first.
+With RUN (an id or a unique prefix of one, or "latest"), it shows the run's
+nodes — instance, state, attempts, time, exit code, last message or training
+progress — and every resource (instance, job) that may still exist.
+
+It reads the state while an apply is writing it, so it can watch a run in
+progress. --json prints the same as one JSON object for scripts.`,
+		Example: `  taoflow status
+  taoflow status latest
+  taoflow status quickstart-1203 --json | jq '.nodes[] | select(.state=="failed")'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := state.OpenReadOnly(g.stateDir)
+			if err != nil {
+				return usageError(err)
+			}
+			defer store.Close()
+			if len(args) == 0 {
+				return listRuns(ctx, sio.out, store, asJSON)
+			}
+			run, err := findRun(ctx, store, args[0])
+			if err != nil {
+				return usageError(err)
+			}
+			return showRun(ctx, sio.out, store, run, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// findRun resolves a run id, a unique prefix of one, or "latest".
+func findRun(ctx context.Context, store *state.Store, id string) (state.Run, error) {
+	if id == "latest" {
+		r, err := store.LatestRun(ctx)
+		if errors.Is(err, state.ErrNotFound) {
+			return r, errors.New("there are no runs in the state yet")
+		}
+		return r, err
+	}
+	if r, err := store.Run(ctx, id); err == nil {
+		return r, nil
+	}
+	runs, err := store.Runs(ctx)
+	if err != nil {
+		return state.Run{}, err
+	}
+	var match []state.Run
+	for _, r := range runs {
+		if strings.HasPrefix(r.ID, id) {
+			match = append(match, r)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return state.Run{}, fmt.Errorf("no run %q in the state (taoflow status lists them)", id)
+	}
+	var ids []string
+	for _, r := range match {
+		ids = append(ids, r.ID)
+	}
+	return state.Run{}, fmt.Errorf("%q matches several runs: %s", id, strings.Join(ids, ", "))
+}
+
+// applyAlive reports whether the apply that owns run still runs on this host.
+func applyAlive(r state.Run) bool {
+	host, _ := os.Hostname()
+	if r.PID <= 0 || r.Host != host || r.PID == os.Getpid() {
+		return false
+	}
+	if r.State != state.RunRunning {
+		return false
+	}
+	return syscall.Kill(r.PID, 0) == nil
+}
+
+type runJSON struct {
+	state.Run
+	Alive     bool             `json:"apply_alive"`
+	Nodes     []state.Node     `json:"nodes,omitempty"`
+	Resources []state.Resource `json:"resources,omitempty"`
+}
+
+func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool) error {
+	runs, err := store.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		out := []runJSON{}
+		for _, r := range runs {
+			out = append(out, runJSON{Run: r, Alive: applyAlive(r)})
+		}
+		return writeJSON(w, out)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "no runs yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE")
+	for _, r := range runs {
+		alive, _ := store.Alive(ctx, r.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Name, r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r), len(alive))
+	}
+	return tw.Flush()
+}
+
+func runTime(r state.Run) string {
+	end := r.EndedAt
+	if end.IsZero() {
+		end = time.Now()
+	}
+	return elapsed(end.Sub(r.StartedAt))
+}
+
+func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, asJSON bool) error {
+	nodes, err := store.Nodes(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	alive, err := store.Alive(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(w, runJSON{Run: r, Alive: applyAlive(r), Nodes: nodes, Resources: alive})
+	}
+	fmt.Fprintf(w, "run %s (plan %s, %s)\n", r.ID, r.Name, r.PlanFile)
+	fmt.Fprintf(w, "state: %s, started %s, %s", r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r))
+	if !r.EndedAt.IsZero() {
+		fmt.Fprintf(w, ", exit %d", r.ExitCode)
+	}
+	fmt.Fprintln(w)
+	if r.Message != "" {
+		fmt.Fprintf(w, "%s\n", r.Message)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tINSTANCE\tSTATE\tTRIES\tTIME\tEXIT\tMESSAGE")
+	for _, n := range nodes {
+		t := ""
+		if !n.StartedAt.IsZero() {
+			end := n.EndedAt
+			if end.IsZero() {
+				end = time.Now()
+			}
+			t = elapsed(end.Sub(n.StartedAt))
+		}
+		code := ""
+		if n.ExitCode != nil {
+			code = fmt.Sprint(*n.ExitCode)
+		}
+		msg := n.Message
+		if n.Progress != "" && (n.State == state.NodeRunning || msg == "") {
+			msg = n.Progress
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.Instance, n.State, n.Attempts, t, code, clipText(firstLine(msg), 100))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(alive) > 0 {
+		fmt.Fprintf(w, "\nresources that may still exist:\n")
+		for _, res := range alive {
+			fmt.Fprintf(w, "  %s %s on %s (%s)\n", res.Kind, res.Name, res.Instance, res.State)
+		}
+		if !applyAlive(r) {
+			fmt.Fprintf(w, "remove them with: taoflow destroy %s --yes\n", r.ID)
+		}
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

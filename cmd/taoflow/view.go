@@ -1,0 +1,243 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/taoflow/taoflow/engine"
+)
+
+// jsonView prints one event per line.
+type jsonView struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func newJSONView(w io.Writer) *jsonView { return &jsonView{enc: json.NewEncoder(w)} }
+
+func (v *jsonView) Event(e engine.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_ = v.enc.Encode(e)
+}
+
+// plainView prints timestamped lines, for logs and CI.
+type plainView struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (v *plainView) Event(e engine.Event) {
+	line := describe(e)
+	if line == "" {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintf(v.w, "%s %s\n", e.Time.Format("15:04:05"), line)
+}
+
+// describe renders an event as one human line ("" to leave it out).
+func describe(e engine.Event) string {
+	switch e.Type {
+	case engine.RunStarted:
+		return "run started: " + e.Message
+	case engine.InstanceAcquire:
+		return fmt.Sprintf("instance %s: preparing", e.Instance)
+	case engine.InstanceReady:
+		return fmt.Sprintf("instance %s: ready", e.Instance)
+	case engine.InstanceFailed:
+		return fmt.Sprintf("instance %s: FAILED: %s", e.Instance, e.Message)
+	case engine.InstanceRelease:
+		return fmt.Sprintf("instance %s: releasing (%s)", e.Instance, e.Message)
+	case engine.InstanceReleased:
+		return fmt.Sprintf("instance %s: %s", e.Instance, e.Message)
+	case engine.InstanceLeft:
+		return fmt.Sprintf("instance %s: NOT RELEASED: %s", e.Instance, e.Message)
+	case engine.NodePlaced:
+		return fmt.Sprintf("%s: placed on %s", e.Node, e.Instance)
+	case engine.NodeStarted:
+		if e.Attempt > 1 {
+			return fmt.Sprintf("%s on %s: started (attempt %d)", e.Node, e.Instance, e.Attempt)
+		}
+		return fmt.Sprintf("%s on %s: started", e.Node, e.Instance)
+	case engine.NodeRetrying:
+		return fmt.Sprintf("%s: %s", e.Node, e.Message)
+	case engine.NodeLog:
+		return fmt.Sprintf("%s | %s", e.Node, e.Message)
+	case engine.NodeProgress:
+		return fmt.Sprintf("%s: %s", e.Node, e.Message)
+	case engine.NodeEnded:
+		s := fmt.Sprintf("%s: %s", e.Node, e.State)
+		if e.Instance != "" {
+			s = fmt.Sprintf("%s on %s: %s", e.Node, e.Instance, e.State)
+		}
+		if e.Message != "" {
+			s += ": " + e.Message
+		}
+		return s
+	case engine.FinallyStarted:
+		return "running finalizers"
+	case engine.RunEnded:
+		return "run ended: " + e.Message
+	}
+	return ""
+}
+
+// liveView redraws a table of nodes on a terminal: node, instance, state,
+// elapsed time and the last log or progress line.
+type liveView struct {
+	mu      sync.Mutex
+	w       io.Writer
+	width   func() (int, int)
+	rows    map[string]*liveRow
+	order   []string
+	lines   int // lines drawn last time
+	notes   []string
+	stop    chan struct{}
+	done    chan struct{}
+	started time.Time
+}
+
+type liveRow struct {
+	node, instance, state, last string
+	start, end                  time.Time
+}
+
+func newLiveView(w io.Writer, g *engine.Graph, size func() (int, int)) *liveView {
+	v := &liveView{w: w, width: size, rows: map[string]*liveRow{}, stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
+	for _, n := range g.Nodes {
+		v.rows[n.ID] = &liveRow{node: n.ID, instance: n.Instance, state: "pending"}
+		v.order = append(v.order, n.ID)
+	}
+	go v.loop()
+	return v
+}
+
+func (v *liveView) Event(e engine.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	row := v.rows[e.Node]
+	switch e.Type {
+	case engine.NodePlaced:
+		row.instance = e.Instance
+	case engine.NodeStarted:
+		row.state, row.instance = "running", e.Instance
+		if row.start.IsZero() {
+			row.start = e.Time
+		}
+	case engine.NodeLog, engine.NodeProgress, engine.NodeRetrying:
+		row.last = e.Message
+	case engine.NodeEnded:
+		row.state, row.end = string(e.State), e.Time
+		if e.Message != "" {
+			row.last = e.Message
+		}
+	case engine.InstanceFailed, engine.InstanceLeft, engine.InstanceReleased:
+		v.notes = append(v.notes, describe(e))
+	default:
+	}
+}
+
+func (v *liveView) loop() {
+	defer close(v.done)
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			v.draw()
+		case <-v.stop:
+			v.draw()
+			return
+		}
+	}
+}
+
+// Close draws the final table and stops redrawing.
+func (v *liveView) Close() {
+	close(v.stop)
+	<-v.done
+}
+
+func (v *liveView) draw() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	cols, rowsAvail := v.width()
+	if cols < 40 {
+		cols = 80
+	}
+	var out []string
+	counts := map[string]int{}
+	var active []*liveRow
+	for _, id := range v.order {
+		r := v.rows[id]
+		counts[r.state]++
+		active = append(active, r)
+	}
+	max := rowsAvail - 4 - len(v.notes)
+	if max < 5 {
+		max = 5
+	}
+	if len(active) > max {
+		// Show what matters when everything doesn't fit: running and failed first.
+		sort.SliceStable(active, func(i, j int) bool { return rank(active[i].state) < rank(active[j].state) })
+		active = active[:max]
+	}
+	out = append(out, fmt.Sprintf("%-36s %-12s %-10s %7s  %s", "NODE", "INSTANCE", "STATE", "TIME", "LAST"))
+	now := time.Now()
+	for _, r := range active {
+		el := ""
+		if !r.start.IsZero() {
+			end := r.end
+			if end.IsZero() {
+				end = now
+			}
+			el = elapsed(end.Sub(r.start))
+		}
+		line := fmt.Sprintf("%-36s %-12s %-10s %7s  %s", clipText(r.node, 36), clipText(r.instance, 12), r.state, el, r.last)
+		out = append(out, clipText(line, cols-1))
+	}
+	var summary []string
+	for _, st := range []string{"running", "pending", "succeeded", "failed", "skipped", "canceled", "timed-out"} {
+		if counts[st] > 0 {
+			summary = append(summary, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	out = append(out, fmt.Sprintf("%s elapsed — %s", elapsed(now.Sub(v.started)), strings.Join(summary, ", ")))
+	out = append(out, v.notes...)
+	var b strings.Builder
+	if v.lines > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", v.lines)
+	}
+	for _, l := range out {
+		b.WriteString(l + "\n")
+	}
+	v.lines = len(out)
+	_, _ = io.WriteString(v.w, b.String())
+}
+
+func rank(state string) int {
+	switch state {
+	case "running":
+		return 0
+	case "failed", "timed-out":
+		return 1
+	case "pending":
+		return 2
+	}
+	return 3
+}
+
+func clipText(s string, n int) string {
+	r := []rune(strings.ReplaceAll(s, "\t", " "))
+	if n <= 1 || len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,61 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/taoflow/taoflow/platform"
+)
+
+// Cleanup stops every job of this run on inst (job ids starting with
+// tf-<run>-), before the instance is deleted or let go. An instance that no
+// longer exists has nothing to stop.
+func (s *Steps) Cleanup(ctx context.Context, inst platform.Instance) error {
+	_, err := s.cleanup(ctx, inst)
+	return err
+}
+
+func (s *Steps) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
+	lines, err := s.process.cleanup(ctx, inst)
+	if errors.Is(err, platform.ErrNotFound) {
+		return lines, nil
+	}
+	return lines, err
+}
+
+// delete stops the run's jobs on the instance, then releases it.
+func (s *Steps) delete(ctx context.Context, req Request) error {
+	force, _, err := withBool(req.With, "force")
+	if err != nil {
+		return err
+	}
+	inst := req.Instance
+	fmt.Fprintf(req.Log, "stopping this run's jobs on %s\n", inst.Name)
+	lines, cerr := s.cleanup(ctx, inst)
+	for _, l := range lines {
+		fmt.Fprintln(req.Log, l)
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if cerr != nil {
+		// Deleting the instance stops them anyway; an instance this run
+		// did not create keeps them, which is reported below.
+		fmt.Fprintf(req.Log, "could not stop the jobs on %s: %s\n", inst.Name, s.redact.Redact(cerr.Error()))
+	}
+	if req.Release == nil {
+		return &Error{Class: ClassDeleteFailed, Msg: fmt.Sprintf("no way to release %s", inst.Name)}
+	}
+	fmt.Fprintf(req.Log, "releasing %s (force: %t)\n", inst.Name, force)
+	if err := req.Release(ctx, force); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return s.fail(ClassDeleteFailed, err, "releasing %s: %v", inst.Name, err)
+	}
+	if cerr != nil && !inst.Created {
+		return s.fail(ClassDeleteFailed, cerr, "jobs of this run may still run on %s (not created by this run, so not deleted): %v", inst.Name, cerr)
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/local"
+	"github.com/taoflow/taoflow/secret"
+)
+
+// tick is the poll interval of every test.
+const tick = 20 * time.Millisecond
+
+// env is a local sandbox instance with the steps of run "r1" on it.
+type env struct {
+	local *local.Local
+	inst  platform.Instance
+	steps *Steps
+}
+
+// newEnv creates sandbox "a" of run r1 and registers a cleanup that kills
+// every job process group left in it.
+func newEnv(t *testing.T, mod ...func(*Config)) *env {
+	t.Helper()
+	l := local.New(t.TempDir())
+	inst, err := l.Create(context.Background(), "r1", platform.Spec{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killJobs(inst) })
+	e := &env{local: l, inst: inst}
+	e.steps = e.newSteps("r1", mod...)
+	return e
+}
+
+func (e *env) newSteps(run string, mod ...func(*Config)) *Steps {
+	cfg := Config{Platform: e.local, RunID: run, PollInterval: tick}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	s := New(cfg)
+	s.process.(*process).termGrace = 300 * time.Millisecond // tests need not wait 5s for KILL
+	return s
+}
+
+// killJobs kills the process group of every job in inst's sandbox.
+func killJobs(inst platform.Instance) {
+	dirs, _ := filepath.Glob(filepath.Join(inst.Ref, jobsDir, "*"))
+	for _, d := range dirs {
+		if pid, err := readPid(d); err == nil && pid > 1 {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func readPid(dir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+func (e *env) jobDir(id string) string { return filepath.Join(e.inst.Ref, jobsDir, id) }
+
+func (e *env) jobPid(t *testing.T, id string) int {
+	t.Helper()
+	pid, err := readPid(e.jobDir(id))
+	if err != nil {
+		t.Fatalf("job %s has no pid: %v", id, err)
+	}
+	return pid
+}
+
+// groupAlive reports whether a live (not zombie) process is in group pgid;
+// this host's init does not reap orphans, so zombies stay.
+func groupAlive(t *testing.T, pgid int) bool {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndex(b, []byte(") "))
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+2:]))
+		if len(fields) >= 3 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitFor polls cond until it holds, failing the test after 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// with builds a with: mapping from key, value pairs: a string, int, bool
+// or []string value.
+func with(pairs ...any) *plan.Value {
+	m := &plan.Value{Kind: plan.Map}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		m.Fields = append(m.Fields, plan.Field{Key: pairs[i].(string), Value: value(pairs[i+1])})
+	}
+	return m
+}
+
+func value(v any) *plan.Value {
+	switch x := v.(type) {
+	case string:
+		return &plan.Value{Kind: plan.Scalar, Tag: "!!str", Text: x}
+	case int:
+		return &plan.Value{Kind: plan.Scalar, Tag: "!!int", Text: strconv.Itoa(x)}
+	case bool:
+		return &plan.Value{Kind: plan.Scalar, Tag: "!!bool", Text: strconv.FormatBool(x)}
+	case []string:
+		l := &plan.Value{Kind: plan.List}
+		for _, s := range x {
+			l.Items = append(l.Items, value(s))
+		}
+		return l
+	}
+	panic(fmt.Sprintf("with: unsupported value %T", v))
+}
+
+// logBuf is a node log safe to read while a step writes it.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// progress records progress lines.
+type progress struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (p *progress) add(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lines = append(p.lines, s)
+}
+
+func (p *progress) get() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+// runJob launches command as job id through a run step.
+func (e *env) runJob(t *testing.T, s *Steps, id string, w *plan.Value) *logBuf {
+	t.Helper()
+	log := &logBuf{}
+	err := s.Do(context.Background(), Request{
+		NodeID: "train@a", Step: &plan.Step{ID: "train", Uses: plan.KindRun},
+		Instance: e.inst, With: w, JobID: id, Log: log,
+	})
+	if err != nil {
+		t.Fatalf("run %s: %v\nlog:\n%s", id, err, log)
+	}
+	return log
+}
+
+// waitJobs runs a wait step for jobs.
+func (e *env) waitJobs(ctx context.Context, s *Steps, w *plan.Value, jobs ...Job) (*logBuf, *progress, error) {
+	log, prog := &logBuf{}, &progress{}
+	err := s.Do(ctx, Request{
+		NodeID: "wait@a", Step: &plan.Step{ID: "wait", Uses: plan.KindWait},
+		Instance: e.inst, With: w, Jobs: jobs, Log: log, Progress: prog.add,
+	})
+	return log, prog, err
+}
+
+// stepError returns err's *Error, failing the test when there is none.
+func stepError(t *testing.T, err error) *Error {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not a *steps.Error", err, err)
+	}
+	return e
+}
+
+func testSecrets(t *testing.T, kv ...string) *secret.Set {
+	t.Helper()
+	m := map[string]string{}
+	var names []string
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+		names = append(names, kv[i])
+	}
+	set, err := secret.Resolve(names, func(n string) (string, bool) { v, ok := m[n]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}

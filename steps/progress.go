@@ -1,0 +1,169 @@
+package steps
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// progressLine turns one line of a TAO status.json (a JSON object per line;
+// see reference/docker-tao-secrets.md §4) into a short progress line:
+//
+//	epoch 3/10 loss 0.21 eta 0:04:00
+//
+// Missing fields are left out; a line with none of epoch, loss, a kpi or
+// eta shows its message. Anything that is not a JSON object gives "".
+func progressLine(line string) string {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "{") {
+		return ""
+	}
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return ""
+	}
+	var parts []string
+	if ep, ok := number(m["epoch"]); ok {
+		if maxEp, ok := number(m["max_epoch"]); ok {
+			parts = append(parts, "epoch "+ep+"/"+maxEp)
+		} else {
+			parts = append(parts, "epoch "+ep)
+		}
+	}
+	if name, v, ok := metric(m); ok {
+		parts = append(parts, name+" "+v)
+	}
+	if eta := etaText(m["eta"]); eta != "" {
+		parts = append(parts, "eta "+eta)
+	}
+	if len(parts) == 0 {
+		if msg, ok := m["message"].(string); ok {
+			return clipText(oneLine(msg), 100)
+		}
+		return ""
+	}
+	return strings.Join(parts, " ")
+}
+
+// lossKeys are the loss names preferred, in order, among kpi keys.
+var lossKeys = []string{"loss", "train_loss", "training_loss", "val_loss", "validation_loss"}
+
+// metric picks the loss to show: a top-level loss, else a kpi loss (a
+// preferred name, else the first key containing "loss"), else the first
+// kpi by name.
+func metric(m map[string]any) (name, value string, ok bool) {
+	if v, ok := number(m["loss"]); ok {
+		return "loss", v, true
+	}
+	kpi, _ := m["kpi"].(map[string]any)
+	var keys []string
+	for k, v := range kpi {
+		if _, ok := number(v); ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "", "", false
+	}
+	slices.Sort(keys)
+	pick := ""
+	for _, k := range lossKeys {
+		if slices.Contains(keys, k) {
+			pick = k
+			break
+		}
+	}
+	if pick == "" {
+		for _, k := range keys {
+			if strings.Contains(strings.ToLower(k), "loss") {
+				pick = k
+				break
+			}
+		}
+	}
+	if pick == "" {
+		v, _ := number(kpi[keys[0]])
+		return oneLine(keys[0]), v, true
+	}
+	v, _ := number(kpi[pick])
+	return oneLine(pick), v, true
+}
+
+// number formats a JSON number (or a numeric string) with at most four
+// significant digits after the point.
+func number(v any) (string, bool) {
+	var f float64
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return strconv.FormatInt(i, 10), true
+		}
+		g, err := x.Float64()
+		if err != nil {
+			return "", false
+		}
+		f = g
+	case string:
+		g, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			return "", false
+		}
+		f = g
+	default:
+		return "", false
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", false
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatFloat(f, 'f', -1, 64), true
+	}
+	return strconv.FormatFloat(f, 'g', 4, 64), true
+}
+
+var fracSeconds = regexp.MustCompile(`^(\d+:\d\d:\d\d)\.\d+$`)
+
+// etaText shows an eta: a timedelta string ("0:04:00.123456", "1 day,
+// 2:00:00") without fractions of a second, or a number of seconds as
+// h:mm:ss.
+func etaText(v any) string {
+	switch x := v.(type) {
+	case string:
+		s := oneLine(strings.TrimSpace(x))
+		if i := strings.LastIndexByte(s, ' '); i >= 0 {
+			if m := fracSeconds.FindStringSubmatch(s[i+1:]); m != nil {
+				return s[:i+1] + m[1]
+			}
+		}
+		if m := fracSeconds.FindStringSubmatch(s); m != nil {
+			return m[1]
+		}
+		return clipText(s, 40)
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil || f < 0 || math.IsInf(f, 0) || f > 1e9 {
+			return ""
+		}
+		sec := int64(f)
+		return fmt.Sprintf("%d:%02d:%02d", sec/3600, sec/60%60, sec%60)
+	}
+	return ""
+}
+
+// oneLine replaces control characters, so that a progress line stays one
+// line.
+func oneLine(s string) string {
+	return string(bytes.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, []byte(s)))
+}

@@ -1,0 +1,343 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/taoflow/taoflow/platform"
+)
+
+// cancelGrace bounds the cancel of a job once the context that waited for
+// it is gone (Ctrl-C, a step timeout).
+const cancelGrace = 15 * time.Second
+
+// maxPollFailures is how many polls in a row may fail (the instance did
+// not answer) before a wait gives up on its jobs.
+const maxPollFailures = 10
+
+var jobIDRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// run launches the node's job, or adopts it when it exists already.
+func (s *Steps) run(ctx context.Context, req Request) error {
+	rt, err := s.runtimeFor(withString(req.With, "image"))
+	if err != nil {
+		return err
+	}
+	if !jobIDRE.MatchString(req.JobID) {
+		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("job id %q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", req.JobID)}
+	}
+	spec := jobSpec{
+		ID:      req.JobID,
+		Command: withString(req.With, "command"),
+		Workdir: withString(req.With, "workdir"),
+		Env:     withList(req.With, "env"),
+	}
+	if spec.Command == "" {
+		return &Error{Class: ClassInvalidConfig, Msg: "a run step without image needs with.command"}
+	}
+	fmt.Fprintf(req.Log, "launching job %s on %s\n", spec.ID, req.Instance.Name)
+	l, err := rt.submit(ctx, req.Instance, spec)
+	if err != nil {
+		return err
+	}
+	if l.Adopted {
+		fmt.Fprintf(req.Log, "adopted existing job %s (%s)\n", spec.ID, l.Ref)
+	} else {
+		fmt.Fprintf(req.Log, "launched job %s (%s)\n", spec.ID, l.Ref)
+	}
+	return nil
+}
+
+// watched is one job a wait step follows.
+type watched struct {
+	job      Job
+	inst     platform.Instance
+	rt       runtime
+	label    string // prefix of its log lines and progress ("" for a lone job)
+	offset   int64  // log bytes seen
+	partial  []byte // an unfinished last log line
+	progress string
+	age      time.Duration
+	ended    bool  // terminal and its log read to the end
+	err      error // its outcome once ended
+}
+
+// wait follows req.Jobs until every one has ended, streaming their logs.
+func (s *Steps) wait(ctx context.Context, req Request) error {
+	interval, err := withDuration(req.With, "interval", s.cfg.PollInterval)
+	if err != nil {
+		return err
+	}
+	timeout, err := withDuration(req.With, "timeout", 0)
+	if err != nil {
+		return err
+	}
+	if len(req.Jobs) == 0 {
+		return &Error{Class: ClassInvalidConfig, Msg: "a wait step needs the jobs of a run step (needs: a run step)"}
+	}
+	ws := make([]*watched, len(req.Jobs))
+	for i, j := range req.Jobs {
+		rt, err := s.runtimeFor(j.Image)
+		if err != nil {
+			return err
+		}
+		w := &watched{job: j, inst: j.Instance, rt: rt}
+		if w.inst.Name == "" {
+			w.inst = req.Instance
+		}
+		if len(req.Jobs) > 1 {
+			w.label = "[" + j.ID + "] "
+		}
+		ws[i] = w
+	}
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = w.job.ID
+	}
+	fmt.Fprintf(req.Log, "waiting for %s (poll every %s)\n", strings.Join(names, ", "), interval)
+	start := time.Now()
+	failures := 0
+	for {
+		more, err := s.observe(ctx, req, ws)
+		if ctx.Err() != nil {
+			return s.abandon(ctx, req, ws)
+		}
+		if err != nil {
+			failures++
+			fmt.Fprintf(req.Log, "poll failed (%d of %d in a row): %s\n", failures, maxPollFailures, s.redact.Redact(err.Error()))
+			if failures >= maxPollFailures {
+				return s.fail(ClassNotReachable, err, "lost contact with the jobs after %d failed polls: %v", failures, err)
+			}
+		} else {
+			failures = 0
+		}
+		if done, err := outcome(ws); done {
+			return err
+		}
+		if timeout > 0 {
+			if late := overdue(ws, time.Since(start), timeout); late != nil {
+				return s.timedOut(ctx, req, ws, late, timeout)
+			}
+		}
+		if more && err == nil {
+			continue // read the rest of a log at once
+		}
+		if !sleep(ctx, interval) {
+			return s.abandon(ctx, req, ws)
+		}
+	}
+}
+
+// observe polls every job that has not ended, one Exec per instance, and
+// streams what it learns to the log and progress. It reports whether some
+// log has bytes left to read.
+func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more bool, err error) {
+	var firstErr error
+	for _, group := range byRuntime(ws) {
+		probes := make([]probe, len(group))
+		for i, w := range group {
+			probes[i] = probe{ID: w.job.ID, Offset: w.offset, Results: w.job.Results}
+		}
+		obs, err := group[0].rt.status(ctx, group[0].inst, probes)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, err
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		for i, w := range group {
+			o := obs[i]
+			w.age = o.Age
+			s.streamLog(req, w, o.Log)
+			w.offset += int64(len(o.Log))
+			more = more || o.More
+			if p := progressLine(o.Status); p != "" && p != w.progress {
+				w.progress = p
+				req.Progress(w.label + p)
+			}
+			if o.State != stateRunning && !o.More {
+				w.ended = true
+				s.flushLog(req, w)
+				w.err = s.jobOutcome(w, o)
+			}
+		}
+	}
+	return more, firstErr
+}
+
+// streamLog writes the complete lines of b (after what was held back) to
+// the node log, holding back an unfinished last line.
+func (s *Steps) streamLog(req Request, w *watched, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	data := append(w.partial, b...)
+	cut := bytes.LastIndexByte(data, '\n') + 1
+	s.writeLines(req, w, data[:cut])
+	w.partial = append([]byte(nil), data[cut:]...)
+}
+
+// flushLog writes an unfinished last line, ended with a newline.
+func (s *Steps) flushLog(req Request, w *watched) {
+	if len(w.partial) > 0 {
+		s.writeLines(req, w, append(w.partial, '\n'))
+		w.partial = nil
+	}
+}
+
+func (s *Steps) writeLines(req Request, w *watched, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if w.label == "" {
+		_, _ = req.Log.Write(b)
+		return
+	}
+	var out []byte
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(line) > 0 {
+			out = append(append(out, w.label...), line...)
+		}
+	}
+	_, _ = req.Log.Write(out)
+}
+
+// jobOutcome maps how a job ended to nil or an *Error.
+func (s *Steps) jobOutcome(w *watched, o observation) error {
+	id, inst := w.job.ID, w.inst.Name
+	switch o.State {
+	case stateExited:
+		switch {
+		case o.Code == 0:
+			return nil
+		case o.Canceled && (o.Code == 137 || o.Code == 143):
+			return &Error{Class: ClassCanceled, Code: o.Code, Msg: fmt.Sprintf("job %s was canceled", id)}
+		case o.Code < 0:
+			return &Error{Class: ClassJobFailed, Code: 255, Msg: fmt.Sprintf("job %s ended, but its exit code is unreadable", id)}
+		}
+		return &Error{Class: ClassJobFailed, Code: o.Code, Msg: fmt.Sprintf("job %s exited with code %d", id, o.Code)}
+	case stateVanished:
+		if o.Canceled {
+			return &Error{Class: ClassCanceled, Msg: fmt.Sprintf("job %s was canceled", id)}
+		}
+		return &Error{Class: ClassVanished, Msg: fmt.Sprintf("job %s on %s is gone: its process ended without an exit code (killed from outside, or the instance restarted)", id, inst)}
+	case stateMissing:
+		return &Error{Class: ClassVanished, Msg: fmt.Sprintf("job %s is not on %s (no job directory)", id, inst)}
+	case stateRunning:
+	}
+	return nil
+}
+
+// byRuntime groups the jobs that have not ended by instance and runtime, in
+// job order, so that each group is one round trip.
+func byRuntime(ws []*watched) [][]*watched {
+	type key struct {
+		inst string
+		rt   runtime
+	}
+	var groups [][]*watched
+	index := map[key]int{}
+	for _, w := range ws {
+		if w.ended {
+			continue
+		}
+		k := key{w.inst.Name, w.rt}
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], w)
+	}
+	return groups
+}
+
+// outcome reports whether every job has ended and, if so, the first
+// failure in job order.
+func outcome(ws []*watched) (bool, error) {
+	for _, w := range ws {
+		if !w.ended {
+			return false, nil
+		}
+	}
+	for _, w := range ws {
+		if w.err != nil {
+			return true, w.err
+		}
+	}
+	return true, nil
+}
+
+// overdue returns a running job that has run at least timeout: the longer
+// of the wait's own time and the job's age on the instance, so a resumed
+// wait counts the time before it.
+func overdue(ws []*watched, waited, timeout time.Duration) *watched {
+	for _, w := range ws {
+		if !w.ended && max(waited, w.age) >= timeout {
+			return w
+		}
+	}
+	return nil
+}
+
+// stopAll cancels every job that has not ended, on ctx, and logs what the
+// runtime did; a final poll then collects their last log lines.
+func (s *Steps) stopAll(ctx context.Context, req Request, ws []*watched) error {
+	var firstErr error
+	for _, group := range byRuntime(ws) {
+		ids := make([]string, len(group))
+		for i, w := range group {
+			ids[i] = w.job.ID
+		}
+		lines, err := group[0].rt.cancel(ctx, group[0].inst, ids)
+		for _, l := range lines {
+			fmt.Fprintln(req.Log, l)
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for range 3 { // collect the last log lines
+		more, err := s.observe(ctx, req, ws)
+		if err != nil || !more {
+			break
+		}
+	}
+	for _, w := range ws {
+		s.flushLog(req, w)
+	}
+	return firstErr
+}
+
+// abandon cancels the jobs when ctx is done (Ctrl-C, a step timeout) on a
+// fresh short context, and returns ctx's cause.
+func (s *Steps) abandon(ctx context.Context, req Request, ws []*watched) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+	defer cancel()
+	fmt.Fprintf(req.Log, "canceling: %v\n", context.Cause(ctx))
+	if err := s.stopAll(cctx, req, ws); err != nil {
+		fmt.Fprintf(req.Log, "could not cancel every job: %s\n", s.redact.Redact(err.Error()))
+	}
+	return context.Cause(ctx)
+}
+
+// timedOut cancels the jobs because late ran past with.timeout.
+func (s *Steps) timedOut(ctx context.Context, req Request, ws []*watched, late *watched, timeout time.Duration) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+	defer cancel()
+	fmt.Fprintf(req.Log, "job %s ran longer than %s; canceling\n", late.job.ID, timeout)
+	err := s.stopAll(cctx, req, ws)
+	msg := fmt.Sprintf("job %s ran longer than %s; canceled it", late.job.ID, timeout)
+	if err != nil {
+		msg += fmt.Sprintf(" (the cancel failed: %v)", err)
+	}
+	return s.fail(ClassTimedOut, err, "%s", msg)
+}

@@ -1,0 +1,86 @@
+package steps
+
+import (
+	"context"
+	"time"
+
+	"github.com/taoflow/taoflow/platform"
+)
+
+// runtime runs the jobs of `run` steps on an instance. The process runtime
+// supervises host processes; a container runtime (docker run -d, inspect,
+// logs, rm -f) implements the same verbs.
+type runtime interface {
+	// submit launches spec's job, unless a job of that id already exists on
+	// inst, which it adopts instead: a retry or resume never launches twice.
+	submit(ctx context.Context, inst platform.Instance, spec jobSpec) (launch, error)
+	// status observes jobs on inst in one round trip: for each probe, the
+	// job's state, its log bytes since probe.Offset, and the last line of
+	// status.json in its results directory.
+	status(ctx context.Context, inst platform.Instance, probes []probe) ([]observation, error)
+	// cancel stops the jobs ids on inst and marks them canceled by taoflow.
+	// It returns a line for each job it stopped.
+	cancel(ctx context.Context, inst platform.Instance, ids []string) ([]string, error)
+	// cleanup stops every job of this run on inst, as cancel does.
+	cleanup(ctx context.Context, inst platform.Instance) ([]string, error)
+}
+
+// jobSpec is a job to submit.
+type jobSpec struct {
+	ID      string
+	Command string
+	Workdir string   // "" is $HOME; may start with ~/
+	Env     []string // secret names the job gets in its environment
+}
+
+// launch is what submit did.
+type launch struct {
+	Adopted bool   // the job existed already
+	Ref     string // the runtime's handle, such as pid:1234
+}
+
+// probe asks status about one job.
+type probe struct {
+	ID      string
+	Offset  int64  // log bytes already seen
+	Results string // results directory on the instance ("" for none)
+}
+
+// jobState is a job's state as a runtime sees it.
+type jobState int
+
+const (
+	stateRunning  jobState = iota
+	stateExited            // ended with an exit code
+	stateMissing           // no such job
+	stateVanished          // launched, but gone without an exit code
+)
+
+func (st jobState) String() string {
+	switch st {
+	case stateRunning:
+		return "running"
+	case stateExited:
+		return "exited"
+	case stateMissing:
+		return "missing"
+	case stateVanished:
+		return "vanished"
+	}
+	return "unknown"
+}
+
+// observation is what status saw of one job.
+type observation struct {
+	State    jobState
+	Code     int  // exit code when exited; -1 when unreadable
+	Canceled bool // taoflow canceled it
+	// Age is how long the job has run (whole seconds; 0 when unknown).
+	Age time.Duration
+	// Log holds the log bytes after the probe's offset (at most a chunk);
+	// More is true when the log has bytes beyond them.
+	Log  []byte
+	More bool
+	// Status is the last line of the job's status.json, or "".
+	Status string
+}

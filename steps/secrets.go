@@ -1,0 +1,62 @@
+package steps
+
+import (
+	"fmt"
+	"strings"
+)
+
+// secretEnv is how every step hands secrets to a remote command (DESIGN §7).
+// For the given names, in order and without repeats, it returns a script
+// prelude that reads each value from stdin and exports it:
+//
+//	IFS= read -r NAME || exit 97; export NAME
+//
+// and the stdin bytes to send with the script: each value followed by a
+// newline. The values are never part of the script, so they are on no argv,
+// here or on the instance. A name that is not resolved in Config.Secrets is
+// an error naming it (never showing a value). No names give an empty prelude
+// and a nil stdin.
+func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err error) {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, name := range names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if !shellName(name) {
+			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret name %q is not a valid environment variable name", name)}
+		}
+		v, ok := s.cfg.Secrets.Value(name)
+		if !ok {
+			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret %s has no value: list it under secrets: and set it in taoflow's environment", name)}
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret %s is not a single-line value", name)}
+		}
+		fmt.Fprintf(&b, "IFS= read -r %s || exit %d; export %s\n", name, exitNoSecret, name)
+		stdin = append(stdin, v...)
+		stdin = append(stdin, '\n')
+	}
+	return b.String(), stdin, nil
+}
+
+// exitNoSecret is the exit code of a script whose stdin ended before all its
+// secrets were read.
+const exitNoSecret = 97
+
+// shellName reports whether name can be exported by a POSIX shell.
+func shellName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i, c := range []byte(name) {
+		switch {
+		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,251 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/secret"
+)
+
+// Error classes: what kind of failure a step had, for the user and for
+// retry decisions.
+const (
+	ClassNotReachable  = "not reachable"
+	ClassNoDocker      = "no docker"
+	ClassTooFewGPUs    = "too few GPUs"
+	ClassLaunchFailed  = "launch failed"
+	ClassJobFailed     = "job failed"
+	ClassCanceled      = "canceled"
+	ClassTimedOut      = "timed out"
+	ClassVanished      = "job vanished"
+	ClassUploadFailed  = "upload failed"
+	ClassMismatch      = "verification mismatch"
+	ClassDeleteFailed  = "delete failed"
+	ClassUnsupported   = "unsupported"
+	ClassInvalidConfig = "invalid settings"
+)
+
+// DefaultPollInterval is how often wait polls its jobs when neither
+// with.interval nor Config.PollInterval says otherwise.
+const DefaultPollInterval = 10 * time.Second
+
+// Config is what every step of one run shares.
+type Config struct {
+	Platform platform.Platform
+	Plan     *plan.Plan
+	// Secrets holds the resolved secret values by name; nil is none.
+	Secrets *secret.Set
+	RunID   string
+	// BaseDir is taoflow's working directory: relative file://
+	// destinations of upload-s3 resolve against it.
+	BaseDir string
+	// PollInterval is wait's default when with.interval is absent
+	// (DefaultPollInterval when zero).
+	PollInterval time.Duration
+}
+
+// Steps runs the step kinds of one run.
+type Steps struct {
+	cfg     Config
+	redact  *secret.Redactor
+	process runtime
+}
+
+// New returns the steps of the run cfg describes.
+func New(cfg Config) *Steps {
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	s := &Steps{cfg: cfg, redact: cfg.Secrets.Redactor()}
+	s.process = &process{s: s, termGrace: defaultTermGrace}
+	return s
+}
+
+// KV is one matrix key of a cell with its value.
+type KV struct {
+	Key, Value string
+}
+
+// Cell is the matrix cell a node runs for.
+type Cell struct {
+	ID     string
+	Index  int
+	Values []KV
+}
+
+// Job is a job a wait step waits for.
+type Job struct {
+	ID string
+	// Results is the run's with.results: a directory on the instance
+	// (it may start with ~/) whose status.json shows TAO progress.
+	Results string
+	// Image is the run's image; "" is a host process.
+	Image string
+	// Instance is where the job runs; a zero Instance (no Name) is the
+	// wait node's own instance.
+	Instance platform.Instance
+}
+
+// Request is one attempt of one node.
+type Request struct {
+	NodeID   string
+	Step     *plan.Step
+	Cell     *Cell // nil for per-instance nodes
+	Instance platform.Instance
+	// With holds the with: values, expressions already substituted; nil
+	// when absent.
+	With *plan.Value
+	// JobID names the job of a run node (tf-<run>-<step>-<cell|instance>).
+	JobID string
+	// Jobs are, for a wait node, the jobs of the run nodes it needs.
+	Jobs    []Job
+	Attempt int
+	// Log is the node's log; each line becomes a log event upstream.
+	Log io.Writer
+	// Progress reports a short progress line such as
+	// "epoch 3/10 loss 0.21 eta 0:04:00".
+	Progress func(string)
+	// Release releases the instance; a delete step ends with it.
+	Release func(ctx context.Context, force bool) error
+}
+
+// Error is a step failure with a class the user can act on.
+type Error struct {
+	Class string
+	// Code is the job's exit code where there is one (0 otherwise).
+	Code int
+	Msg  string
+	// Err is the underlying failure, if any (a transport error).
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Msg == "" {
+		return e.Class
+	}
+	return e.Class + ": " + e.Msg
+}
+
+// ExitCode returns the job's exit code, so the engine records it.
+func (e *Error) ExitCode() int { return e.Code }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ClassOf returns the class of the *Error in err's chain, or "".
+func ClassOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return ""
+}
+
+// fail builds an *Error whose message has every secret value redacted.
+func (s *Steps) fail(class string, err error, format string, args ...any) *Error {
+	return &Error{Class: class, Msg: s.redact.Redact(fmt.Sprintf(format, args...)), Err: err}
+}
+
+// Do runs one attempt of req's node, dispatching on req.Step.Uses.
+func (s *Steps) Do(ctx context.Context, req Request) error {
+	if req.Step == nil {
+		return &Error{Class: ClassInvalidConfig, Msg: "request without a step"}
+	}
+	req.Log = &redactWriter{w: logOrDiscard(req.Log), r: s.redact}
+	if req.Progress == nil {
+		req.Progress = func(string) {}
+	}
+	switch req.Step.Uses {
+	case plan.KindPreflight:
+		return s.preflight(ctx, req)
+	case plan.KindRun:
+		return s.run(ctx, req)
+	case plan.KindWait:
+		return s.wait(ctx, req)
+	case plan.KindUploadS3:
+		return s.upload(ctx, req)
+	case plan.KindDelete:
+		return s.delete(ctx, req)
+	case plan.KindNGCAuth, plan.KindPull:
+		return needsContainers(req.Step.Uses)
+	}
+	return &Error{Class: ClassUnsupported, Msg: fmt.Sprintf("unknown step kind %q", req.Step.Uses)}
+}
+
+// needsContainers is the failure of everything the container runtime does.
+func needsContainers(what string) error {
+	return &Error{Class: ClassUnsupported, Msg: what + " needs the container runtime, which is not in this build yet"}
+}
+
+// runtimeFor picks the runtime of a job by its image.
+func (s *Steps) runtimeFor(image string) (runtime, error) {
+	if image == "" {
+		return s.process, nil
+	}
+	return nil, needsContainers("a job with an image (" + image + ")")
+}
+
+// exec runs script on inst with the given stdin (nil is none). A cancelled
+// ctx is returned as its cause.
+func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string, stdin []byte) (platform.Result, error) {
+	var in io.Reader
+	if stdin != nil {
+		in = strings.NewReader(string(stdin))
+	}
+	res, err := s.cfg.Platform.Exec(ctx, inst, script, in)
+	if err != nil && ctx.Err() != nil {
+		return res, context.Cause(ctx)
+	}
+	return res, err
+}
+
+// redactWriter redacts each write on its own. Steps write the node log in
+// whole lines and secrets are single-line, so no secret spans two writes;
+// unlike secret.NewWriter it holds nothing back, so a job's latest log line
+// shows at once.
+type redactWriter struct {
+	w io.Writer
+	r *secret.Redactor
+}
+
+func (rw *redactWriter) Write(p []byte) (int, error) {
+	if _, err := rw.w.Write(rw.r.RedactBytes(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func logOrDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// lastLine returns the last non-empty line of b, trimmed, at most 300 bytes:
+// the part of a tool's stderr that says what went wrong.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 300 {
+		l = l[:300] + "…"
+	}
+	return l
+}
+
+// sleep waits d or until ctx is done, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

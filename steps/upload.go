@@ -1,0 +1,203 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taoflow/taoflow/plan"
+)
+
+// manifestName is the file upload-s3 writes next to the results it copied.
+const manifestName = "taoflow-run.json"
+
+// Exit codes of the copy script.
+const (
+	exitNoSource = 80 // with.from is not a directory
+	exitCopy     = 81 // mkdir or cp failed
+	exitList     = 82 // find failed
+)
+
+// Manifest is the content of taoflow-run.json: where the results came from.
+// It never holds a secret: vars are plain parameters, and it is redacted
+// before it is written anyway.
+type Manifest struct {
+	RunID        string            `json:"run_id"`
+	Plan         string            `json:"plan"`
+	PlanHash     string            `json:"plan_hash"`
+	Vars         map[string]string `json:"vars"`
+	Node         string            `json:"node"`
+	Step         string            `json:"step"`
+	Cell         *ManifestCell     `json:"cell,omitempty"`
+	Instance     string            `json:"instance"`
+	InstanceType string            `json:"instance_type,omitempty"`
+	From         string            `json:"from"`
+	To           string            `json:"to"`
+	Files        int64             `json:"files"`
+	Bytes        int64             `json:"bytes"`
+	UploadedAt   string            `json:"uploaded_at"`
+}
+
+// ManifestCell is the matrix cell of a Manifest.
+type ManifestCell struct {
+	ID     string            `json:"id"`
+	Index  int               `json:"index"`
+	Values map[string]string `json:"values"`
+}
+
+// upload copies with.from on the instance to with.to, verifies the copy by
+// file count and bytes, and writes the manifest next to it.
+func (s *Steps) upload(ctx context.Context, req Request) error {
+	from, to := withString(req.With, "from"), withString(req.With, "to")
+	if from == "" || to == "" {
+		return &Error{Class: ClassInvalidConfig, Msg: "upload-s3 needs with.from and with.to"}
+	}
+	verify, set, err := withBool(req.With, "verify")
+	if err != nil {
+		return err
+	}
+	if !set {
+		verify = true
+	}
+	switch {
+	case strings.HasPrefix(to, "s3://"):
+		return &Error{Class: ClassUnsupported, Msg: "upload-s3 to s3:// needs the AWS CLI support, which is not in this build yet; file:// destinations work"}
+	case !strings.HasPrefix(to, "file://"):
+		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q must start with s3:// or file://", to)}
+	}
+	if len(withList(req.With, "exclude")) > 0 {
+		return &Error{Class: ClassUnsupported, Msg: "with.exclude is not supported for file:// destinations yet"}
+	}
+	dest := strings.TrimPrefix(to, "file://")
+	if dest == "" {
+		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q names no path", to)}
+	}
+	if !filepath.IsAbs(dest) {
+		if s.cfg.BaseDir == "" {
+			return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q is relative, and there is no working directory to resolve it against", to)}
+		}
+		dest = filepath.Join(s.cfg.BaseDir, dest)
+	}
+	dest = filepath.Clean(dest)
+	inst := req.Instance
+
+	fmt.Fprintf(req.Log, "copying %s on %s to %s\n", from, inst.Name, dest)
+	res, err := s.exec(ctx, inst, copyScript(from, dest), nil)
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return s.fail(ClassUploadFailed, err, "copying %s on %s: %v", from, inst.Name, err)
+	case res.ExitCode == exitNoSource:
+		return s.fail(ClassUploadFailed, nil, "%s on %s is not a directory (did the job write its results there?)", from, inst.Name)
+	case res.ExitCode != 0:
+		return s.fail(ClassUploadFailed, nil, "copying %s on %s to %s: %s", from, inst.Name, dest, lastLine(res.Stderr))
+	}
+	src, dst, err := parseCounts(res.Stdout)
+	if err != nil {
+		return s.fail(ClassUploadFailed, err, "copying %s on %s: %v", from, inst.Name, err)
+	}
+	fmt.Fprintf(req.Log, "source: %d files, %d bytes; destination: %d files, %d bytes\n", src[0], src[1], dst[0], dst[1])
+	if verify && src != dst {
+		return s.fail(ClassMismatch, nil, "%s holds %d files (%d bytes) but %s holds %d files (%d bytes)", from, src[0], src[1], dest, dst[0], dst[1])
+	}
+
+	m := s.manifest(req, from, to, src[0], src[1])
+	body, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return s.fail(ClassUploadFailed, err, "manifest: %v", err)
+	}
+	body = append(s.redact.RedactBytes(body), '\n')
+	path := plan.ShellQuote(filepath.Join(dest, manifestName))
+	res, err = s.exec(ctx, inst, fmt.Sprintf("cat > %[1]s.tmp && mv -f %[1]s.tmp %[1]s", path), body)
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return s.fail(ClassUploadFailed, err, "writing %s: %v", manifestName, err)
+	case res.ExitCode != 0:
+		return s.fail(ClassUploadFailed, nil, "writing %s in %s: %s", manifestName, dest, lastLine(res.Stderr))
+	}
+	fmt.Fprintf(req.Log, "uploaded %d files (%d bytes) to %s; wrote %s\n", src[0], src[1], dest, manifestName)
+	return nil
+}
+
+// copyScript copies the directory from (on the instance) into dest and
+// prints "@src FILES BYTES" and "@dst FILES BYTES", counting regular files
+// (a manifest at the top of either side is not counted).
+func copyScript(from, dest string) string {
+	return fmt.Sprintf(`src=%s
+dst=%s
+[ -d "$src" ] || exit %d
+mkdir -p "$dst" || exit %d
+cp -R "$src"/. "$dst"/ || exit %[4]d
+tf_count() {
+	tf_l=$(cd "$1" && find . -type f ! -path ./%s -printf '%%s\n') || return 1
+	printf '%%s\n' "$tf_l" | awk 'NF { n++; b += $1 } END { printf "%%.0f %%.0f\n", n, b }'
+}
+s=$(tf_count "$src") || { echo "cannot list $src" >&2; exit %[6]d; }
+d=$(tf_count "$dst") || { echo "cannot list $dst" >&2; exit %[6]d; }
+echo "@src $s"
+echo "@dst $d"
+`, shellPath(from), plan.ShellQuote(dest), exitNoSource, exitCopy, manifestName, exitList)
+}
+
+// parseCounts reads the @src and @dst lines of copyScript.
+func parseCounts(out []byte) (src, dst [2]int64, err error) {
+	found := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || (f[0] != "@src" && f[0] != "@dst") {
+			continue
+		}
+		var c [2]int64
+		for i := range 2 {
+			if c[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+				return src, dst, fmt.Errorf("unreadable count %q", line)
+			}
+		}
+		if f[0] == "@src" {
+			src = c
+		} else {
+			dst = c
+		}
+		found++
+	}
+	if found != 2 {
+		return src, dst, fmt.Errorf("the copy script did not report its counts")
+	}
+	return src, dst, nil
+}
+
+func (s *Steps) manifest(req Request, from, to string, files, bytes int64) Manifest {
+	m := Manifest{
+		RunID:        s.cfg.RunID,
+		Vars:         map[string]string{},
+		Node:         req.NodeID,
+		Step:         req.Step.ID,
+		Instance:     req.Instance.Name,
+		InstanceType: req.Instance.Attrs["type"],
+		From:         from,
+		To:           to,
+		Files:        files,
+		Bytes:        bytes,
+		UploadedAt:   time.Now().UTC().Format(time.RFC3339),
+	}
+	if p := s.cfg.Plan; p != nil {
+		m.Plan, m.PlanHash = p.Name, p.Hash
+		for _, v := range p.Vars {
+			m.Vars[v.Name] = v.Value
+		}
+	}
+	if c := req.Cell; c != nil {
+		m.Cell = &ManifestCell{ID: c.ID, Index: c.Index, Values: map[string]string{}}
+		for _, kv := range c.Values {
+			m.Cell.Values[kv.Key] = kv.Value
+		}
+	}
+	return m
+}

@@ -1,0 +1,97 @@
+package steps
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taoflow/taoflow/plan"
+)
+
+// The readers below take a node's with: values. Plan validation already
+// checked their shapes; expressions substituted since then are checked
+// again here, and a bad value is a ClassInvalidConfig error.
+
+func withString(w *plan.Value, key string) string {
+	v := w.Get(key)
+	if v == nil || v.Kind != plan.Scalar {
+		return ""
+	}
+	return v.Text
+}
+
+func withDuration(w *plan.Value, key string, def time.Duration) (time.Duration, error) {
+	s := withString(w, key)
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q is not a positive duration (use Go syntax such as 90s, 10m, 12h)", key, s)}
+	}
+	return d, nil
+}
+
+// withBool returns the value of a boolean key and whether it is set.
+func withBool(w *plan.Value, key string) (val, set bool, err error) {
+	s := withString(w, key)
+	if s == "" {
+		return false, false, nil
+	}
+	b, err := strconv.ParseBool(strings.ToLower(s))
+	if err != nil {
+		return false, false, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q is not true or false", key, s)}
+	}
+	return b, true, nil
+}
+
+// withInt returns the value of an integer key, 0 when absent.
+func withInt(w *plan.Value, key string) (int, error) {
+	s := withString(w, key)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q is not a whole number", key, s)}
+	}
+	return n, nil
+}
+
+// withList reads a string or a list of strings.
+func withList(w *plan.Value, key string) []string {
+	v := w.Get(key)
+	if v == nil {
+		return nil
+	}
+	switch v.Kind {
+	case plan.Scalar:
+		return []string{v.Text}
+	case plan.List:
+		var out []string
+		for _, it := range v.Items {
+			if it.Kind == plan.Scalar {
+				out = append(out, it.Text)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// shellPath writes a path on the instance as one shell word, a leading ~ or
+// ~/ becoming "$HOME" (expanded by the instance's shell, never eval'd).
+func shellPath(p string) string {
+	switch {
+	case p == "~":
+		return `"$HOME"`
+	case strings.HasPrefix(p, "~/"):
+		rest := strings.TrimLeft(p[2:], "/")
+		if rest == "" {
+			return `"$HOME"`
+		}
+		return `"$HOME"/` + plan.ShellQuote(rest)
+	}
+	return plan.ShellQuote(p)
+}
