@@ -77,3 +77,40 @@ func TestReferenceCoversSchema(t *testing.T) {
 		}
 	}
 }
+
+const (
+	readmeBegin = "<!-- plan-reference:begin (generated from the schema; UPDATE_GOLDEN=1 go test ./schema rewrites it) -->\n"
+	readmeEnd   = "<!-- plan-reference:end -->\n"
+)
+
+// TestReadmeReference keeps README.md's plan reference section equal to
+// Reference(), with headings one level down.
+func TestReadmeReference(t *testing.T) {
+	path := filepath.Join("..", "README.md")
+	readme, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	before, rest, ok1 := strings.Cut(text, readmeBegin)
+	body, after, ok2 := strings.Cut(rest, readmeEnd)
+	if !ok1 || !ok2 {
+		t.Fatalf("README.md lacks the plan reference markers %q … %q", readmeBegin, readmeEnd)
+	}
+	var want strings.Builder
+	for _, line := range strings.SplitAfter(Reference(), "\n") {
+		if strings.HasPrefix(line, "#") {
+			line = "#" + line
+		}
+		want.WriteString(line)
+	}
+	if os.Getenv("UPDATE_GOLDEN") == "1" {
+		if err := os.WriteFile(path, []byte(before+readmeBegin+want.String()+readmeEnd+after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if diff := cmp.Diff(want.String(), body); diff != "" {
+		t.Errorf("README.md's plan reference is out of date (-want +README):\n%s\nRegenerate it with: %s", diff, regenerate)
+	}
+}

@@ -240,16 +240,30 @@ func handleSignals(w io.Writer, runID string, cancel context.CancelCauseFunc, st
 					fmt.Fprintf(w, "\ntaoflow: %s: starting no more nodes, cancelling running ones, then tearing down (Ctrl-C again to see what teardown does)\n", name)
 					cancel(fmt.Errorf("interrupted by %s", name))
 				case 2:
-					alive, _ := store.Alive(context.Background(), runID)
+					// Bounded: a signal handler must never wait on a busy state store.
+					ctx, cancelQuery := context.WithTimeout(context.Background(), 2*time.Second)
+					alive, err := store.Alive(ctx, runID)
+					cancelQuery()
 					var names []string
 					for _, r := range alive {
 						names = append(names, r.Kind+" "+r.Name)
 					}
-					fmt.Fprintf(w, "\ntaoflow: teardown is still running; not yet removed: %s\ntaoflow: Ctrl-C once more abandons teardown\n", strings.Join(names, ", "))
+					what := strings.Join(names, ", ")
+					if err != nil {
+						what = "(the state is busy; see taoflow status " + runID + ")"
+					}
+					fmt.Fprintf(w, "\ntaoflow: teardown is still running; not yet removed: %s\ntaoflow: Ctrl-C once more abandons teardown\n", what)
 				default:
 					fmt.Fprintf(w, "\ntaoflow: teardown abandoned; what it had not removed may still exist (and bill)\ntaoflow: remove it with: taoflow destroy %s --yes\n", runID)
-					_ = store.UpdateRun(context.Background(), runID, state.RunUpdate{State: state.RunTeardownIncomplete, EndedAt: time.Now(), ExitCode: exitTeardown, Message: "teardown abandoned by a third interrupt"})
-					_ = store.Close()
+					recorded := make(chan struct{})
+					go func() {
+						_ = store.UpdateRun(context.Background(), runID, state.RunUpdate{State: state.RunTeardownIncomplete, EndedAt: time.Now(), ExitCode: exitTeardown, Message: "teardown abandoned by a third interrupt"})
+						close(recorded)
+					}()
+					select {
+					case <-recorded:
+					case <-time.After(2 * time.Second):
+					}
 					os.Exit(exitTeardown)
 				}
 			}

@@ -39,6 +39,7 @@ func TestScripts(t *testing.T) {
 			"waitfile": cmdWaitFile,
 			"procs":    cmdProcs,
 			"noargv":   cmdNoArgv,
+			"sleep":    cmdSleep,
 		},
 	})
 }
@@ -61,6 +62,18 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Fatalf("%s did not appear within %s", args[0], limit)
+}
+
+// sleep DURATION: pause (signals sent back to back can merge into one).
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: sleep duration")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		ts.Fatalf("sleep: %v", err)
+	}
+	time.Sleep(d)
 }
 
 // procs TEXT: some process's command line contains TEXT; with !, none does

@@ -1,0 +1,312 @@
+package ssh
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/taoflow/taoflow/platform"
+)
+
+// waitDelay bounds how long Exec waits, after the script has ended or the
+// ssh client has been killed, for the output to be closed: a process the
+// script left running in the background keeps the session's output open,
+// and ssh would wait for it.
+const waitDelay = 2 * time.Second
+
+// maxArg is the longest argument Linux passes to a program (MAX_ARG_STRLEN,
+// 32 pages, less the NUL). The remote command is one argument of ssh here
+// and of the login shell there.
+const maxArg = 128<<10 - 1
+
+// killTimeout bounds the command that kills a cancelled remote command,
+// beyond the connect timeout.
+const killTimeout = 5 * time.Second
+
+// Exec runs script as /bin/sh -c SCRIPT on the machine inst.Ref names, with
+// stdin (nil is empty) as its stdin, through the instance's master
+// connection. At most Config.MaxSessions commands run at once per instance;
+// Exec waits for a slot.
+//
+// The result's exit code is the script's, 128+N when a signal killed it. A
+// failure of ssh itself before the script started (connection refused,
+// timeout, authentication) is an *platform.ExecError with Transient set and
+// the Result of ssh's exit status, 255; the script did not run. A connection
+// lost while the script ran is an ExecError without Transient: the script
+// may have run, in part or whole.
+//
+// When ctx is done, Exec kills the ssh client, kills the remote command's
+// whole session (see the package documentation), and returns the output so
+// far with an error wrapping context.Cause(ctx). Exec does not wait for
+// stdin to reach EOF once the command has ended.
+func (s *SSH) Exec(ctx context.Context, inst platform.Instance, script string, stdin io.Reader) (platform.Result, error) {
+	fail := platform.Result{ExitCode: -1}
+	if ctx.Err() != nil {
+		return fail, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
+	}
+	if strings.IndexByte(script, 0) >= 0 {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: errors.New("the script holds a NUL byte")}
+	}
+	nonce := newNonce()
+	remote := remoteCommand(nonce, script)
+	if len(remote) > maxArg {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf(
+			"the script is too long for an ssh command line (%d bytes with its wrapper; at most %d): copy long scripts to the instance as files", len(remote), maxArg)}
+	}
+	h, err := s.host(inst.Ref)
+	if err != nil {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: err}
+	}
+
+	select {
+	case h.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fail, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
+	}
+	defer func() { <-h.sem }()
+	if !s.cfg.NoMultiplex {
+		if err := s.connect(ctx, inst.Name, h); err != nil {
+			return fail, err
+		}
+	}
+
+	stdout := newTail(s.maxOutput)
+	errTail := newTail(s.maxOutput)
+	stderr := newMarkers(markerPrefix(nonce), errTail)
+	// Not bound to ctx: watch kills it, then the remote command.
+	cmd := s.command(context.Background(), h, []string{"-T"}, remote)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// A nil Stdin reads /dev/null. Otherwise Exec feeds the pipe itself, so
+	// that a reader that never reaches EOF cannot keep Wait from returning.
+	var stdinW *os.File
+	if stdin != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("stdin pipe: %w", err), Transient: true}
+		}
+		defer r.Close()
+		defer w.Close()
+		cmd.Stdin, stdinW = r, w
+	}
+	if err := cmd.Start(); err != nil {
+		return fail, &platform.ExecError{
+			Instance:  inst.Name,
+			Err:       fmt.Errorf("start %s: %w", s.cfg.Binary, err),
+			Transient: errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOMEM),
+		}
+	}
+	if stdinW != nil {
+		_ = cmd.Stdin.(*os.File).Close() // ssh has its own copy
+		go func() {
+			_, _ = io.Copy(stdinW, stdin) // EPIPE when the script does not read it all
+			_ = stdinW.Close()
+		}()
+	}
+
+	exited := make(chan struct{})
+	watched := make(chan bool, 1) // true: the command was cancelled
+	go func() { watched <- s.watch(ctx, h, cmd.Process.Pid, nonce, stderr, exited) }()
+	waitErr := cmd.Wait()
+	close(exited)
+	cancelled := <-watched
+	if stdinW != nil {
+		_ = stdinW.Close() // stop a copy still writing into a pipe nobody reads
+	}
+	stderr.flush()
+	if !stderr.hasStarted() {
+		h.fresh.Store(0) // whatever failed, check the master next time
+	}
+
+	res := platform.Result{Stdout: stdout.Bytes(), Stderr: errTail.Bytes(), ExitCode: -1}
+	if cancelled {
+		return res, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) && !errors.As(waitErr, &exitErr) {
+		return res, &platform.ExecError{Instance: inst.Name, Err: waitErr}
+	}
+	if rc, ok := stderr.exit(); ok {
+		// The wrapper's word is final, even when ssh was killed afterwards
+		// because something the script left behind kept the output open.
+		res.ExitCode = rc
+		if !s.cfg.NoMultiplex {
+			s.markFresh(h)
+		}
+		return res, nil
+	}
+	res.ExitCode = exitCode(cmd.ProcessState)
+	switch {
+	case !stderr.hasStarted() && res.ExitCode == 255:
+		return res, &platform.ExecError{Instance: inst.Name, Transient: true,
+			Err: fmt.Errorf("ssh %s: %s", h.dest.host, lastLine(res.Stderr, "exit status 255"))}
+	case !stderr.hasStarted():
+		return res, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf(
+			"ssh %s: the remote shell exited %d without starting the command (is the login shell a POSIX shell?): %s",
+			h.dest.host, res.ExitCode, lastLine(res.Stderr, "no message"))}
+	default:
+		return res, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf(
+			"ssh %s: the connection ended (ssh exit %d) before the command reported its exit status; it may have run in part, or still run",
+			h.dest.host, res.ExitCode)}
+	}
+}
+
+// watch waits for the ssh client (process group pid) to exit. When ctx is
+// done first, it kills the client and then the remote command, and returns
+// true. When the script has ended but the client still waits, after
+// waitDelay it kills the client, which waits only for output that things
+// the script left running in the background still hold open.
+func (s *SSH) watch(ctx context.Context, h *host, pid int, nonce string, stderr *markers, exited <-chan struct{}) bool {
+	ended := stderr.ended
+	var linger <-chan time.Time
+	for {
+		select {
+		case <-exited:
+			return false
+		case <-ended:
+			ended = nil
+			t := time.NewTimer(waitDelay)
+			defer t.Stop()
+			linger = t.C
+		case <-linger:
+			killUnlessExited(pid, exited)
+			return false
+		case <-ctx.Done():
+			if _, ok := stderr.exit(); ok {
+				// The script has ended; only leftovers hold the session.
+				killUnlessExited(pid, exited)
+				return false
+			}
+			if !killUnlessExited(pid, exited) {
+				return false
+			}
+			s.killRemote(h, killTarget{nonce: nonce, pid: stderr.startedPID()})
+			return true
+		}
+	}
+}
+
+// killUnlessExited kills the process group pid leads, unless Wait has
+// already seen pid exit (and so may have let the kernel reuse it).
+func killUnlessExited(pid int, exited <-chan struct{}) bool {
+	select {
+	case <-exited:
+		return false
+	default:
+		_ = killGroup(pid)
+		return true
+	}
+}
+
+// killTarget is one cancelled remote command: its nonce, and the session
+// id its wrapper reported (0 if it had not yet).
+type killTarget struct {
+	nonce string
+	pid   int
+}
+
+// killRemote kills the remote sessions of t and of every other command on
+// h cancelled meanwhile, with one ssh command for all of them, so that a
+// mass cancel costs one session and, on an unreachable host, one timeout.
+// It returns when a kill command that included t has finished or timed out.
+func (s *SSH) killRemote(h *host, t killTarget) {
+	h.pendMu.Lock()
+	h.pending = append(h.pending, t)
+	h.pendMu.Unlock()
+
+	// A round that started after t was queued includes it: when this lock
+	// is ours, either an earlier round took t, or t is still pending.
+	h.killMu.Lock()
+	defer h.killMu.Unlock()
+	h.pendMu.Lock()
+	batch := h.pending
+	h.pending = nil
+	h.pendMu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ConnectTimeout+killTimeout)
+	defer cancel()
+	_ = s.command(ctx, h, []string{"-T"}, killCommand(batch)).Run()
+}
+
+// newNonce returns 16 random hex digits.
+func newNonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func markerPrefix(nonce string) string { return "__taoflow_" + nonce + ":" }
+
+// wrapper runs the script ($1) in the remote session. It registers its
+// process id (the session id) in $TMPDIR/.taoflow-<nonce> with O_EXCL
+// (set -C); if that file already exists, a kill command came first, and it
+// exits without running the script. It reports its start and the script's
+// exit status on stderr. A script killed by signal N is reported as 128+N,
+// where ssh would report 255.
+const wrapper = `f="${TMPDIR:-/tmp}/.taoflow-NONCE"
+set -C
+if ! { echo "$$" >"$f"; } 2>/dev/null; then
+	if [ -e "$f" ]; then rm -f "$f"; exit 137; fi
+	f=
+fi
+set +C
+printf '%spid=%s\n' 'PREFIX' "$$" >&2
+/bin/sh -c "$1"
+rc=$?
+[ -z "$f" ] || rm -f "$f"
+printf '%src=%s\n' 'PREFIX' "$rc" >&2
+exit "$rc"`
+
+// remoteCommand is what ssh asks the remote login shell to run.
+func remoteCommand(nonce, script string) string {
+	w := strings.NewReplacer("NONCE", nonce, "PREFIX", markerPrefix(nonce)).Replace(wrapper)
+	return "exec /bin/sh -c " + platform.Quote(w) + " sh " + platform.Quote(script)
+}
+
+// killLoop kills each "nonce:pid" session: it takes the wrapper's file
+// with O_EXCL — then the wrapper has not started and never will run the
+// script; the file is removed later — or reads the session id from it.
+const killLoop = `d="${TMPDIR:-/tmp}"
+for t in TARGETS; do
+	p=${t#*:} f="$d/.taoflow-${t%%:*}"
+	if (set -C; echo cancelled >"$f") 2>/dev/null; then
+		(sleep 300; rm -f "$f") </dev/null >/dev/null 2>&1 &
+	else
+		q=$(cat "$f" 2>/dev/null)
+		case $q in ''|*[!0-9]*) ;; *) p=$q ;; esac
+		rm -f "$f"
+	fi
+	case $p in ''|0|1|*[!0-9]*) continue ;; esac
+	pkill -KILL -s "$p" 2>/dev/null
+	kill -9 "-$p" 2>/dev/null
+done
+exit 0`
+
+// killCommand is the remote command that kills the sessions of targets.
+func killCommand(targets []killTarget) string {
+	words := make([]string, len(targets))
+	for i, t := range targets {
+		words[i] = t.nonce + ":" + strconv.Itoa(t.pid)
+	}
+	k := strings.Replace(killLoop, "TARGETS", strings.Join(words, " "), 1)
+	return "exec /bin/sh -c " + platform.Quote(k)
+}
+
+// exitCode reports a process's status as a shell would: the exit status, or
+// 128+N for a process killed by signal N.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

@@ -1,0 +1,307 @@
+package sshtest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// SSHD is the OpenSSH server Start runs. sshd re-executes itself for every
+// connection, so it must be an absolute path.
+const SSHD = "/usr/sbin/sshd"
+
+// Alias is the Host name the client config file gives the server.
+const Alias = "tf-test"
+
+// startTimeout bounds how long Start waits for sshd to listen: a hang guard,
+// not a measurement.
+const startTimeout = 30 * time.Second
+
+// Server is one running sshd that accepts the current user with KeyFile.
+type Server struct {
+	// Port is the TCP port sshd listens on, on 127.0.0.1.
+	Port int
+	// User is the login name (the user running the test).
+	User string
+	// Dir is the server's private directory: keys, configs, log.
+	Dir string
+	// KeyFile is the client's private key (ed25519, no passphrase).
+	KeyFile string
+	// ConfigFile is an ssh_config (for ssh -F) with a Host entry Alias
+	// that reaches the server with KeyFile and no host-key checking.
+	ConfigFile string
+	// Alias is the Host name in ConfigFile ("tf-test").
+	Alias string
+	// LogFile is sshd's log (LogLevel VERBOSE).
+	LogFile string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Dest returns the server as an ssh destination: "user@127.0.0.1:port".
+// It needs ConfigFile (or the same options) for the key and host key.
+func (s *Server) Dest() string {
+	return fmt.Sprintf("%s@127.0.0.1:%d", s.User, s.Port)
+}
+
+// Handshakes returns how many logins the server has accepted so far: each
+// is one full TCP connection, key exchange and authentication. Sessions
+// multiplexed over an existing connection do not count.
+func (s *Server) Handshakes() int {
+	b, err := os.ReadFile(s.LogFile)
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("Accepted publickey for "))
+}
+
+// Start runs a fresh sshd for the test and stops it when the test ends,
+// together with the per-connection processes it forked. It fails the test
+// (never skips it) when sshd is not installed.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if _, err := os.Stat(SSHD); err != nil {
+		t.Fatalf("sshtest: %s not found (%v): install openssh-server (make deps)", SSHD, err)
+	}
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Fatalf("sshtest: ssh-keygen not found: install openssh-client (make deps)")
+	}
+	// sshd's privilege separation directory; only root can create it, and
+	// only a root sshd needs it.
+	if os.Geteuid() == 0 {
+		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+			t.Fatalf("sshtest: %v", err)
+		}
+	}
+	name, err := currentUser()
+	if err != nil {
+		t.Fatalf("sshtest: %v", err)
+	}
+	dir := t.TempDir()
+	s := &Server{
+		User:       name,
+		Dir:        dir,
+		KeyFile:    filepath.Join(dir, "id_ed25519"),
+		ConfigFile: filepath.Join(dir, "ssh_config"),
+		Alias:      Alias,
+		LogFile:    filepath.Join(dir, "sshd.log"),
+	}
+	hostKey := filepath.Join(dir, "ssh_host_ed25519_key")
+	for _, key := range []string{hostKey, s.KeyFile} {
+		out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tf-test", "-f", key).CombinedOutput()
+		if err != nil {
+			t.Fatalf("sshtest: ssh-keygen %s: %v\n%s", key, err, out)
+		}
+	}
+	pub, err := os.ReadFile(s.KeyFile + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	authKeys := filepath.Join(dir, "authorized_keys")
+	if err := os.WriteFile(authKeys, pub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("sshtest: %v", err)
+		}
+		err = s.start(port, hostKey, authKeys)
+		if err == nil {
+			break
+		}
+		lastErr = err
+		if !errors.Is(err, errPortTaken) {
+			t.Fatalf("sshtest: %v", err)
+		}
+	}
+	if s.cmd == nil {
+		t.Fatalf("sshtest: no free port after 5 tries: %v", lastErr)
+	}
+	t.Cleanup(s.stop)
+
+	client := fmt.Sprintf(`Host %s
+	HostName 127.0.0.1
+	Port %d
+	User %s
+	IdentityFile %s
+	IdentitiesOnly yes
+	PreferredAuthentications publickey
+	StrictHostKeyChecking no
+	UserKnownHostsFile /dev/null
+	GlobalKnownHostsFile /dev/null
+	LogLevel ERROR
+
+Host 127.0.0.1
+	IdentityFile %s
+	IdentitiesOnly yes
+	PreferredAuthentications publickey
+	StrictHostKeyChecking no
+	UserKnownHostsFile /dev/null
+	GlobalKnownHostsFile /dev/null
+	LogLevel ERROR
+`, s.Alias, s.Port, s.User, s.KeyFile, s.KeyFile)
+	if err := os.WriteFile(s.ConfigFile, []byte(client), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var errPortTaken = errors.New("port already in use")
+
+// start writes sshd_config for port and runs sshd until it listens.
+func (s *Server) start(port int, hostKey, authKeys string) error {
+	cfg := filepath.Join(s.Dir, "sshd_config")
+	conf := fmt.Sprintf(`ListenAddress 127.0.0.1
+Port %d
+HostKey %s
+PidFile %s
+AuthorizedKeysFile %s
+StrictModes no
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+MaxSessions 10
+LogLevel VERBOSE
+Subsystem sftp internal-sftp
+`, port, hostKey, filepath.Join(s.Dir, "sshd.pid"), authKeys)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		return err
+	}
+	// The log is appended to; start each attempt from an empty one so the
+	// readiness line and the handshake count are this server's.
+	if err := os.WriteFile(s.LogFile, nil, 0o600); err != nil {
+		return err
+	}
+	stderr, err := os.Create(filepath.Join(s.Dir, "sshd.stderr"))
+	if err != nil {
+		return err
+	}
+	defer stderr.Close()
+	cmd := exec.Command(SSHD, "-D", "-E", s.LogFile, "-f", cfg)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", SSHD, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	ready := fmt.Sprintf("Server listening on 127.0.0.1 port %d.", port)
+	for deadline := time.Now().Add(startTimeout); ; time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-exited:
+			diag := s.diagnostics()
+			if strings.Contains(diag, "Address already in use") {
+				return fmt.Errorf("%w: %d", errPortTaken, port)
+			}
+			return fmt.Errorf("sshd exited before listening on port %d:\n%s", port, diag)
+		default:
+		}
+		if b, _ := os.ReadFile(s.LogFile); bytes.Contains(b, []byte(ready)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("sshd did not listen on port %d within %v:\n%s", port, startTimeout, s.diagnostics())
+		}
+	}
+	// It says it listens; make sure the port is sshd's and not a stranger's.
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), startTimeout)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("dial sshd on port %d: %w", port, err)
+	}
+	_ = conn.Close()
+	s.Port, s.cmd = port, cmd
+	s.exited = exited
+	return nil
+}
+
+func (s *Server) diagnostics() string {
+	var b strings.Builder
+	for _, name := range []string{"sshd.stderr", "sshd.log"} {
+		if out, err := os.ReadFile(filepath.Join(s.Dir, name)); err == nil && len(out) > 0 {
+			fmt.Fprintf(&b, "--- %s\n%s", name, out)
+		}
+	}
+	return b.String()
+}
+
+// stop ends the per-connection processes of the server, then the server.
+func (s *Server) stop() {
+	pid := s.cmd.Process.Pid
+	for _, child := range children(pid) {
+		_ = syscall.Kill(child, syscall.SIGTERM)
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		<-s.exited
+	}
+}
+
+// children returns the pids whose parent is pid, from /proc.
+func children(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func currentUser() (string, error) {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username, nil
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return name, nil
+	}
+	return "", errors.New("cannot tell the current user's name")
+}
