@@ -6,7 +6,13 @@ GOLANGCI  := $(shell $(GO) env GOPATH)/bin/golangci-lint
 FUZZTIME  ?= 10s
 PKGS      := ./...
 
-.PHONY: all build test race fuzz bench lint check tools tidy fmt examples clean
+.PHONY: all build test race fuzz bench lint check tools deps tidy fmt examples clean
+
+# What the tests run for real: an OpenSSH server, a Docker registry with
+# htpasswd auth, the AWS CLI and an S3 gateway (versitygw). The Docker Engine
+# itself must already be running.
+DEB_DEPS  := openssh-server openssh-client docker-registry awscli apache2-utils
+VERSITYGW := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
 all: build
 
@@ -14,8 +20,19 @@ build:
 	$(GO) build -o $(BIN)/taoflow ./cmd/taoflow
 
 ## test: every test, with the race detector (what README calls the test command)
-test:
-	$(GO) test -race -count=1 $(PKGS)
+test: deps
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## deps: install what the tests start (Debian packages, versitygw); a no-op when present
+deps:
+	@missing=""; for p in $(DEB_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@command -v versitygw >/dev/null 2>&1 || [ -x "$$($(GO) env GOPATH)/bin/versitygw" ] || \
+		{ echo "installing versitygw (a few minutes)"; $(GO) install $(VERSITYGW); }
 
 ## fuzz: each fuzz target briefly (FUZZTIME per target)
 fuzz:
@@ -24,9 +41,9 @@ fuzz:
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzShellQuote$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./secret -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZTIME)
 
-## bench: benchmarks that print figures (no test asserts on speed)
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine/... ./secret ./state
+## bench: benchmarks that print figures (no test asserts on speed); see docs/benchmarks.md
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine/... ./secret ./state ./platform/...
 
 ## lint: formatting, vet, golangci-lint (import direction), go.mod tidiness, example plans
 lint: tools

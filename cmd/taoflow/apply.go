@@ -128,7 +128,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	st := steps.New(steps.Config{Platform: pf, Plan: p, Secrets: secrets, RunID: runID, BaseDir: cwd})
 	insts := newInstances(runID, p, pf, store, st)
 
-	view, closeView := newView(f.output, out, graph)
+	view, closeView := newView(f.output, out, sio.out, graph)
 	rec, err := newRecorder(ctx, runID, graph, store, view)
 	if err != nil {
 		return err
@@ -197,12 +197,14 @@ func printOutcome(w io.Writer, runID string, g *engine.Graph, s engine.Summary, 
 	fmt.Fprintf(w, "taoflow: run %s %s\n", runID, verdict)
 }
 
-func newView(output string, w io.Writer, g *engine.Graph) (engine.Observer, func()) {
+// newView picks the view: w is the (redacting) writer to print to, raw the
+// underlying stdout, checked for a terminal.
+func newView(output string, w, raw io.Writer, g *engine.Graph) (engine.Observer, func()) {
 	switch output {
 	case "json":
 		return newJSONView(w), func() {}
 	case "auto":
-		if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
+		if f, ok := raw.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
 			lv := newLiveView(w, g, func() (int, int) {
 				c, r, err := term.GetSize(int(f.Fd()))
 				if err != nil {
