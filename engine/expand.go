@@ -268,27 +268,13 @@ func sanitize(s, sep string) string {
 	return b.String()
 }
 
-// JobID names the job (and container) of a run node:
-// tf-<run>-<step>-<cell|instance>, limited to [a-zA-Z0-9][a-zA-Z0-9_.-]*.
+// JobID names the job (and container) of a run node (plan.JobID).
 func JobID(run string, n *Node) string {
 	suffix := n.Instance
 	if n.Cell != nil {
 		suffix = n.Cell.ID
 	}
-	id := "tf-" + run + "-" + n.Step.ID + "-" + suffix
-	var b strings.Builder
-	for i, r := range id {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
-		if i > 0 && (r == '_' || r == '.' || r == '-') {
-			ok = true
-		}
-		if ok {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
+	return plan.JobID(run, n.Step.ID, suffix)
 }
 
 // Scope is what a node's ${{ }} expressions can see.

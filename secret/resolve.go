@@ -42,7 +42,7 @@ func Resolve(names []string, lookup func(string) (string, bool)) (*Set, error) {
 		if _, dup := s.values[name]; dup || slices.Contains(missing, name) {
 			continue
 		}
-		if !validName(name) {
+		if !ValidName(name) {
 			errs = append(errs, fmt.Errorf("invalid secret name %q: use letters, digits and _, not starting with a digit", name))
 			continue
 		}
@@ -69,8 +69,8 @@ func Resolve(names []string, lookup func(string) (string, bool)) (*Set, error) {
 	return s, nil
 }
 
-// validName reports whether name can be exported by a POSIX shell.
-func validName(name string) bool {
+// ValidName reports whether name can be exported by a POSIX shell.
+func ValidName(name string) bool {
 	if name == "" {
 		return false
 	}

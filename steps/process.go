@@ -368,7 +368,7 @@ tf_reap
 }
 
 func (p *process) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
-	return p.stop(ctx, inst, p.cleanupScript(jobPrefix(p.s.cfg.RunID), p.s.cfg.RunID))
+	return p.stop(ctx, inst, p.cleanupScript(plan.JobPrefix(p.s.cfg.RunID), p.s.cfg.RunID))
 }
 
 func (p *process) stop(ctx context.Context, inst platform.Instance, script string) ([]string, error) {
@@ -388,21 +388,3 @@ func (p *process) stop(ctx context.Context, inst platform.Instance, script strin
 	return lines, nil
 }
 
-// jobPrefix is the start of every job id of run: "tf-<run>-", sanitised as
-// job ids are.
-func jobPrefix(run string) string {
-	id := "tf-" + run + "-"
-	var b strings.Builder
-	for i, r := range id {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
-		if i > 0 && (r == '_' || r == '.' || r == '-') {
-			ok = true
-		}
-		if ok {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
-}

@@ -3,6 +3,8 @@ package steps
 import (
 	"fmt"
 	"strings"
+
+	"github.com/taoflow/taoflow/secret"
 )
 
 // secretEnv is how every step hands secrets to a remote command (DESIGN §7).
@@ -24,7 +26,7 @@ func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err err
 			continue
 		}
 		seen[name] = true
-		if !shellName(name) {
+		if !secret.ValidName(name) {
 			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret name %q is not a valid environment variable name", name)}
 		}
 		v, ok := s.cfg.Secrets.Value(name)
@@ -45,18 +47,3 @@ func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err err
 // secrets were read.
 const exitNoSecret = 97
 
-// shellName reports whether name can be exported by a POSIX shell.
-func shellName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i, c := range []byte(name) {
-		switch {
-		case c == '_', 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}

@@ -179,10 +179,3 @@ func TestShellPath(t *testing.T) {
 	}
 }
 
-func TestJobPrefix(t *testing.T) {
-	for run, want := range map[string]string{"r1": "tf-r1-", "2026-12-02.x": "tf-2026-12-02.x-", "a b/c": "tf-a_b_c-"} {
-		if got := jobPrefix(run); got != want {
-			t.Errorf("jobPrefix(%q) = %q, want %q", run, got, want)
-		}
-	}
-}
