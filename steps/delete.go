@@ -8,8 +8,10 @@ import (
 	"github.com/taoflow/taoflow/platform"
 )
 
-// Cleanup stops every job of this run on inst (job ids starting with
-// tf-<run>-), before the instance is deleted or let go. An instance that no
+// Cleanup stops every job of this run on inst, before the instance is
+// deleted or let go: host processes (job ids starting with tf-<run>-) and,
+// when the plan runs containers (or there is no plan), the containers
+// labelled taoflow.run=<run>, which it also removes. An instance that no
 // longer exists has nothing to stop.
 func (s *Steps) Cleanup(ctx context.Context, inst platform.Instance) error {
 	_, err := s.cleanup(ctx, inst)
@@ -20,6 +22,14 @@ func (s *Steps) cleanup(ctx context.Context, inst platform.Instance) ([]string, 
 	lines, err := s.process.cleanup(ctx, inst)
 	if errors.Is(err, platform.ErrNotFound) {
 		return lines, nil
+	}
+	if s.cfg.Plan == nil || s.cfg.Plan.RunsContainers() {
+		more, cerr := s.docker.cleanup(ctx, inst)
+		lines = append(lines, more...)
+		if errors.Is(cerr, platform.ErrNotFound) {
+			cerr = nil
+		}
+		err = errors.Join(err, cerr)
 	}
 	return lines, err
 }

@@ -13,7 +13,19 @@
 // submit, status (a batch of jobs, with their new log bytes and TAO progress,
 // in one round trip), cancel and cleanup. The process runtime supervises a
 // host process in a job directory ~/.taoflow/jobs/<job>/ on the instance
-// (cmd.sh, pid, log, rc, canceled); a container runtime slots in beside it.
+// (cmd.sh, pid, log, rc, canceled). The docker runtime (docker.go) runs a
+// container named after the job, labelled tao-job=<job> and
+// taoflow.run=<run>: docker run -d (adopting a container that exists, by
+// name or label), one docker inspect per instance per poll for all its
+// containers, docker logs from a byte offset, docker stop then docker rm -f
+// on cancel (after the last log lines are read), and removal by the run's
+// label in Cleanup. A cancel by taoflow leaves ~/.taoflow/jobs/<job>/canceled
+// with either runtime, so exit codes 137/143 read as canceled.
+//
+// The container kinds: ngc-auth (docker login with the key on stdin and the
+// user name single-quoted, then docker manifest inspect of verify_image),
+// pull (recording the digest through Request.Record) and upload-s3 to s3://
+// (aws s3 sync, then a listing compared file by file with the source).
 //
 // Failures a user can act on are *Error values with a class ("job failed",
 // "not reachable", "verification mismatch", ...); a cancelled context is

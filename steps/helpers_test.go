@@ -46,7 +46,9 @@ func newEnv(t *testing.T, mod ...func(*Config)) *env {
 }
 
 func (e *env) newSteps(run string, mod ...func(*Config)) *Steps {
-	cfg := Config{Platform: e.local, RunID: run, PollInterval: tick}
+	// A plan without containers: Cleanup of run "r1" must not touch the
+	// containers of other test binaries' runs that happen to be named r1.
+	cfg := Config{Platform: e.local, RunID: run, PollInterval: tick, Plan: &plan.Plan{}}
 	for _, m := range mod {
 		m(&cfg)
 	}

@@ -387,4 +387,3 @@ func (p *process) stop(ctx context.Context, inst platform.Instance, script strin
 	}
 	return lines, nil
 }
-

@@ -23,10 +23,8 @@ var jobIDRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 
 // run launches the node's job, or adopts it when it exists already.
 func (s *Steps) run(ctx context.Context, req Request) error {
-	rt, err := s.runtimeFor(withString(req.With, "image"))
-	if err != nil {
-		return err
-	}
+	image := withString(req.With, "image")
+	rt := s.runtimeFor(image)
 	if !jobIDRE.MatchString(req.JobID) {
 		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("job id %q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", req.JobID)}
 	}
@@ -35,19 +33,34 @@ func (s *Steps) run(ctx context.Context, req Request) error {
 		Command: withString(req.With, "command"),
 		Workdir: withString(req.With, "workdir"),
 		Env:     withList(req.With, "env"),
+		Image:   image,
+		GPUs:    withString(req.With, "gpus"),
+		Volumes: withList(req.With, "volumes"),
+		IPC:     withString(req.With, "ipc"),
+		ShmSize: withString(req.With, "shm_size"),
+		Memory:  withString(req.With, "memory"),
+		User:    withString(req.With, "user"),
 	}
-	if spec.Command == "" {
-		return &Error{Class: ClassInvalidConfig, Msg: "a run step without image needs with.command"}
+	noun := "job"
+	if image == "" {
+		if spec.Command == "" {
+			return &Error{Class: ClassInvalidConfig, Msg: "a run step without image needs with.command"}
+		}
+	} else {
+		noun = "container"
+		if err := checkContainerSpec(spec); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(req.Log, "launching job %s on %s\n", spec.ID, req.Instance.Name)
+	fmt.Fprintf(req.Log, "launching %s %s on %s\n", noun, spec.ID, req.Instance.Name)
 	l, err := rt.submit(ctx, req.Instance, spec)
 	if err != nil {
 		return err
 	}
 	if l.Adopted {
-		fmt.Fprintf(req.Log, "adopted existing job %s (%s)\n", spec.ID, l.Ref)
+		fmt.Fprintf(req.Log, "adopted existing %s %s (%s)\n", noun, spec.ID, l.Ref)
 	} else {
-		fmt.Fprintf(req.Log, "launched job %s (%s)\n", spec.ID, l.Ref)
+		fmt.Fprintf(req.Log, "launched %s %s (%s)\n", noun, spec.ID, l.Ref)
 	}
 	return nil
 }
@@ -61,6 +74,7 @@ type watched struct {
 	offset   int64  // log bytes seen
 	partial  []byte // an unfinished last log line
 	progress string
+	note     string // the last Note logged
 	age      time.Duration
 	ended    bool  // terminal and its log read to the end
 	err      error // its outcome once ended
@@ -81,11 +95,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 	}
 	ws := make([]*watched, len(req.Jobs))
 	for i, j := range req.Jobs {
-		rt, err := s.runtimeFor(j.Image)
-		if err != nil {
-			return err
-		}
-		w := &watched{job: j, inst: j.Instance, rt: rt}
+		w := &watched{job: j, inst: j.Instance, rt: s.runtimeFor(j.Image)}
 		if w.inst.Name == "" {
 			w.inst = req.Instance
 		}
@@ -158,6 +168,12 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 			s.streamLog(req, w, o.Log)
 			w.offset += int64(len(o.Log))
 			more = more || o.More
+			if o.Note != w.note {
+				w.note = o.Note
+				if o.Note != "" {
+					fmt.Fprintf(req.Log, "%sjob %s: %s\n", w.label, w.job.ID, s.redact.Redact(o.Note))
+				}
+			}
 			if p := progressLine(o.Status); p != "" && p != w.progress {
 				w.progress = p
 				req.Progress(w.label + p)
@@ -215,10 +231,14 @@ func (s *Steps) jobOutcome(w *watched, o observation) error {
 	switch o.State {
 	case stateExited:
 		switch {
-		case o.Code == 0:
-			return nil
 		case o.Canceled && (o.Code == 137 || o.Code == 143):
 			return &Error{Class: ClassCanceled, Code: o.Code, Msg: fmt.Sprintf("job %s was canceled", id)}
+		case strings.HasPrefix(o.Reason, reasonStartFailed):
+			return s.failCode(ClassLaunchFailed, o.Code, "job %s did not start: %s", id, o.Reason)
+		case o.Reason == reasonOOM:
+			return &Error{Class: ClassJobFailed, Code: o.Code, Msg: fmt.Sprintf("job %s failed: oom (its container ran out of memory; exit code %d)", id, o.Code)}
+		case o.Code == 0:
+			return nil
 		case o.Code < 0:
 			return &Error{Class: ClassJobFailed, Code: 255, Msg: fmt.Sprintf("job %s ended, but its exit code is unreadable", id)}
 		}
@@ -227,12 +247,22 @@ func (s *Steps) jobOutcome(w *watched, o observation) error {
 		if o.Canceled {
 			return &Error{Class: ClassCanceled, Msg: fmt.Sprintf("job %s was canceled", id)}
 		}
+		if o.Reason != "" {
+			return s.fail(ClassVanished, nil, "job %s on %s: %s", id, inst, o.Reason)
+		}
 		return &Error{Class: ClassVanished, Msg: fmt.Sprintf("job %s on %s is gone: its process ended without an exit code (killed from outside, or the instance restarted)", id, inst)}
 	case stateMissing:
 		return &Error{Class: ClassVanished, Msg: fmt.Sprintf("job %s is not on %s (no job directory)", id, inst)}
 	case stateRunning:
 	}
 	return nil
+}
+
+// failCode is fail with an exit code.
+func (s *Steps) failCode(class string, code int, format string, args ...any) *Error {
+	e := s.fail(class, nil, format, args...)
+	e.Code = code
+	return e
 }
 
 // byRuntime groups the jobs that have not ended by instance and runtime, in
@@ -289,15 +319,13 @@ func overdue(ws []*watched, waited, timeout time.Duration) *watched {
 }
 
 // stopAll cancels every job that has not ended, on ctx, and logs what the
-// runtime did; a final poll then collects their last log lines.
+// runtime did; a final poll then collects their last log lines, and jobs
+// of a runtime that keeps them (a remover: containers) are removed after.
 func (s *Steps) stopAll(ctx context.Context, req Request, ws []*watched) error {
 	var firstErr error
-	for _, group := range byRuntime(ws) {
-		ids := make([]string, len(group))
-		for i, w := range group {
-			ids[i] = w.job.ID
-		}
-		lines, err := group[0].rt.cancel(ctx, group[0].inst, ids)
+	groups := byRuntime(ws)
+	for _, group := range groups {
+		lines, err := group[0].rt.cancel(ctx, group[0].inst, groupIDs(group))
 		for _, l := range lines {
 			fmt.Fprintln(req.Log, l)
 		}
@@ -314,7 +342,28 @@ func (s *Steps) stopAll(ctx context.Context, req Request, ws []*watched) error {
 	for _, w := range ws {
 		s.flushLog(req, w)
 	}
+	for _, group := range groups {
+		r, ok := group[0].rt.(remover)
+		if !ok {
+			continue
+		}
+		lines, err := r.remove(ctx, group[0].inst, groupIDs(group))
+		for _, l := range lines {
+			fmt.Fprintln(req.Log, l)
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
 	return firstErr
+}
+
+func groupIDs(group []*watched) []string {
+	ids := make([]string, len(group))
+	for i, w := range group {
+		ids[i] = w.job.ID
+	}
+	return ids
 }
 
 // abandon cancels the jobs when ctx is done (Ctrl-C, a step timeout) on a

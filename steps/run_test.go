@@ -399,31 +399,6 @@ func TestDelete(t *testing.T) {
 	}
 }
 
-func TestUnsupported(t *testing.T) {
-	e := newEnv(t)
-	tests := map[string]struct {
-		uses string
-		with *plan.Value
-		jobs []Job
-	}{
-		"ngc-auth":       {uses: plan.KindNGCAuth},
-		"pull":           {uses: plan.KindPull, with: with("image", "nvcr.io/x:1")},
-		"run with image": {uses: plan.KindRun, with: with("image", "nvcr.io/x:1", "command", "true")},
-		"wait for image": {uses: plan.KindWait, jobs: []Job{{ID: "tf-r1-x-a", Image: "nvcr.io/x:1"}}},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			err := e.steps.Do(context.Background(), Request{
-				Step: &plan.Step{ID: "s", Uses: tt.uses}, Instance: e.inst, With: tt.with, JobID: "tf-r1-s-a", Jobs: tt.jobs,
-			})
-			se := stepError(t, err)
-			if se.Class != ClassUnsupported || !strings.Contains(se.Msg, "needs the container runtime, which is not in this build yet") {
-				t.Errorf("error = %v", err)
-			}
-		})
-	}
-}
-
 // TestWaitJobsOnTwoInstances waits, from a, for a job on a and one on b.
 func TestWaitJobsOnTwoInstances(t *testing.T) {
 	e := newEnv(t)

@@ -8,8 +8,8 @@ import (
 )
 
 // runtime runs the jobs of `run` steps on an instance. The process runtime
-// supervises host processes; a container runtime (docker run -d, inspect,
-// logs, rm -f) implements the same verbs.
+// supervises host processes; the docker runtime (docker run -d, inspect,
+// logs, stop, rm -f) implements the same verbs.
 type runtime interface {
 	// submit launches spec's job, unless a job of that id already exists on
 	// inst, which it adopts instead: a retry or resume never launches twice.
@@ -25,12 +25,32 @@ type runtime interface {
 	cleanup(ctx context.Context, inst platform.Instance) ([]string, error)
 }
 
+// remover is a runtime whose canceled jobs stay readable until they are
+// removed: a wait reads their last log lines after cancel, then calls
+// remove. The docker runtime is one (docker stop, then docker rm -f).
+type remover interface {
+	// remove deletes the jobs ids on inst; a job that is gone already is
+	// not an error. It returns a line for what it removed.
+	remove(ctx context.Context, inst platform.Instance, ids []string) ([]string, error)
+}
+
 // jobSpec is a job to submit.
 type jobSpec struct {
 	ID      string
 	Command string
-	Workdir string   // "" is $HOME; may start with ~/
+	// Workdir is the working directory: on the instance for a process
+	// ("" is $HOME; may start with ~/), in the container for an image.
+	Workdir string
 	Env     []string // secret names the job gets in its environment
+
+	// The fields below are for containers only.
+	Image   string
+	GPUs    string   // docker run --gpus: all, a count, device=0,1 ("" or 0: none)
+	Volumes []string // HOST:CONTAINER[:OPTS]; a leading ~ on HOST is the instance's $HOME
+	IPC     string
+	ShmSize string
+	Memory  string
+	User    string
 }
 
 // launch is what submit did.
@@ -83,4 +103,10 @@ type observation struct {
 	More bool
 	// Status is the last line of the job's status.json, or "".
 	Status string
+	// Reason, when set, says why an ended job failed whatever its exit
+	// code ("oom", "start_failed: ...") or why it vanished.
+	Reason string
+	// Note is a remark on a job that still runs (a paused or restarting
+	// container); the wait logs it when it changes.
+	Note string
 }

@@ -46,4 +46,3 @@ func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err err
 // exitNoSecret is the exit code of a script whose stdin ended before all its
 // secrets were read.
 const exitNoSecret = 97
-

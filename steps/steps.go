@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/taoflow/taoflow/plan"
@@ -20,6 +21,9 @@ const (
 	ClassNoDocker      = "no docker"
 	ClassTooFewGPUs    = "too few GPUs"
 	ClassLaunchFailed  = "launch failed"
+	ClassAuthFailed    = "auth failed"
+	ClassNoEntitlement = "no entitlement"
+	ClassPullFailed    = "pull failed"
 	ClassJobFailed     = "job failed"
 	ClassCanceled      = "canceled"
 	ClassTimedOut      = "timed out"
@@ -55,6 +59,12 @@ type Steps struct {
 	cfg     Config
 	redact  *secret.Redactor
 	process runtime
+	docker  runtime
+
+	mu sync.Mutex
+	// digests holds the image digests pull saw, by instance name and
+	// image, for the manifests of uploads from that instance.
+	digests map[string]map[string]string
 }
 
 // New returns the steps of the run cfg describes.
@@ -62,8 +72,9 @@ func New(cfg Config) *Steps {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
 	}
-	s := &Steps{cfg: cfg, redact: cfg.Secrets.Redactor()}
+	s := &Steps{cfg: cfg, redact: cfg.Secrets.Redactor(), digests: map[string]map[string]string{}}
 	s.process = &process{s: s, termGrace: defaultTermGrace}
+	s.docker = &docker{s: s, stopGrace: defaultTermGrace}
 	return s
 }
 
@@ -113,7 +124,16 @@ type Request struct {
 	Progress func(string)
 	// Release releases the instance; a delete step ends with it.
 	Release func(ctx context.Context, force bool) error
+	// Record, when set, is given facts the step learned that belong in
+	// the run state: pull records RecordImage and RecordDigest.
+	Record func(key, value string)
 }
+
+// Keys of Request.Record.
+const (
+	RecordImage  = "image"  // the image a pull step pulled, as the plan names it
+	RecordDigest = "digest" // its digest, repo@sha256:... (or the image id, sha256:..., for an image no registry knows)
+)
 
 // Error is a step failure with a class the user can act on.
 type Error struct {
@@ -171,23 +191,20 @@ func (s *Steps) Do(ctx context.Context, req Request) error {
 		return s.upload(ctx, req)
 	case plan.KindDelete:
 		return s.delete(ctx, req)
-	case plan.KindNGCAuth, plan.KindPull:
-		return needsContainers(req.Step.Uses)
+	case plan.KindNGCAuth:
+		return s.ngcAuth(ctx, req)
+	case plan.KindPull:
+		return s.pull(ctx, req)
 	}
 	return &Error{Class: ClassUnsupported, Msg: fmt.Sprintf("unknown step kind %q", req.Step.Uses)}
 }
 
-// needsContainers is the failure of everything the container runtime does.
-func needsContainers(what string) error {
-	return &Error{Class: ClassUnsupported, Msg: what + " needs the container runtime, which is not in this build yet"}
-}
-
 // runtimeFor picks the runtime of a job by its image.
-func (s *Steps) runtimeFor(image string) (runtime, error) {
+func (s *Steps) runtimeFor(image string) runtime {
 	if image == "" {
-		return s.process, nil
+		return s.process
 	}
-	return nil, needsContainers("a job with an image (" + image + ")")
+	return s.docker
 }
 
 // exec runs script on inst with the given stdin (nil is none). A cancelled

@@ -178,4 +178,3 @@ func TestShellPath(t *testing.T) {
 		})
 	}
 }
-

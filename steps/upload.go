@@ -35,11 +35,14 @@ type Manifest struct {
 	Cell         *ManifestCell     `json:"cell,omitempty"`
 	Instance     string            `json:"instance"`
 	InstanceType string            `json:"instance_type,omitempty"`
-	From         string            `json:"from"`
-	To           string            `json:"to"`
-	Files        int64             `json:"files"`
-	Bytes        int64             `json:"bytes"`
-	UploadedAt   string            `json:"uploaded_at"`
+	// Images are the images pulled on the instance by this run, with
+	// their digests.
+	Images     map[string]string `json:"images,omitempty"`
+	From       string            `json:"from"`
+	To         string            `json:"to"`
+	Files      int64             `json:"files"`
+	Bytes      int64             `json:"bytes"`
+	UploadedAt string            `json:"uploaded_at"`
 }
 
 // ManifestCell is the matrix cell of a Manifest.
@@ -65,7 +68,7 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	}
 	switch {
 	case strings.HasPrefix(to, "s3://"):
-		return &Error{Class: ClassUnsupported, Msg: "upload-s3 to s3:// needs the AWS CLI support, which is not in this build yet; file:// destinations work"}
+		return s.uploadS3(ctx, req, from, to, verify)
 	case !strings.HasPrefix(to, "file://"):
 		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q must start with s3:// or file://", to)}
 	}
@@ -181,6 +184,7 @@ func (s *Steps) manifest(req Request, from, to string, files, bytes int64) Manif
 		Step:         req.Step.ID,
 		Instance:     req.Instance.Name,
 		InstanceType: req.Instance.Attrs["type"],
+		Images:       s.imagesOn(req.Instance),
 		From:         from,
 		To:           to,
 		Files:        files,

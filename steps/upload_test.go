@@ -127,9 +127,9 @@ func TestUploadFails(t *testing.T) {
 			},
 			wantClass: ClassUploadFailed,
 		},
-		"s3 later":      {with: with("from", "~/res", "to", "s3://bucket/x"), wantClass: ClassUnsupported},
-		"bad scheme":    {with: with("from", "~/res", "to", "gs://bucket/x"), wantClass: ClassInvalidConfig},
-		"exclude later": {with: with("from", "~/res", "to", "file://out", "exclude", []string{"*.tmp"}), wantClass: ClassUnsupported},
+		"s3 without credentials": {with: with("from", "~/res", "to", "s3://bucket/x"), wantClass: ClassInvalidConfig, wantMsg: "secret AWS_ACCESS_KEY_ID has no value: list it under secrets: and set it in taoflow's environment"},
+		"bad scheme":             {with: with("from", "~/res", "to", "gs://bucket/x"), wantClass: ClassInvalidConfig},
+		"exclude later":          {with: with("from", "~/res", "to", "file://out", "exclude", []string{"*.tmp"}), wantClass: ClassUnsupported},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -75,6 +75,10 @@ func (s *SSH) Exec(ctx context.Context, inst platform.Instance, script string, s
 	defer func() { <-h.sem }()
 	if !s.cfg.NoMultiplex {
 		if err := s.connect(ctx, inst.Name, h); err != nil {
+			var ee *platform.ExecError
+			if errors.As(err, &ee) && ee.Transient {
+				return platform.Result{ExitCode: 255}, err // ssh's own failure
+			}
 			return fail, err
 		}
 	}
@@ -251,8 +255,10 @@ func markerPrefix(nonce string) string { return "__taoflow_" + nonce + ":" }
 // process id (the session id) in $TMPDIR/.taoflow-<nonce> with O_EXCL
 // (set -C); if that file already exists, a kill command came first, and it
 // exits without running the script. It reports its start and the script's
-// exit status on stderr. A script killed by signal N is reported as 128+N,
-// where ssh would report 255.
+// exit status on stderr, through fd 4: its own fd 2 is /dev/null, so that
+// the "Terminated" a shell prints about a child killed by a signal is not
+// mistaken for the script's output. A script killed by signal N is
+// reported as 128+N, where ssh would report 255.
 const wrapper = `f="${TMPDIR:-/tmp}/.taoflow-NONCE"
 set -C
 if ! { echo "$$" >"$f"; } 2>/dev/null; then
@@ -260,11 +266,12 @@ if ! { echo "$$" >"$f"; } 2>/dev/null; then
 	f=
 fi
 set +C
-printf '%spid=%s\n' 'PREFIX' "$$" >&2
-/bin/sh -c "$1"
+exec 4>&2 2>/dev/null
+printf '%spid=%s\n' 'PREFIX' "$$" >&4
+(exec 2>&4 4>&-; exec /bin/sh -c "$1")
 rc=$?
 [ -z "$f" ] || rm -f "$f"
-printf '%src=%s\n' 'PREFIX' "$rc" >&2
+printf '%src=%s\n' 'PREFIX' "$rc" >&4
 exit "$rc"`
 
 // remoteCommand is what ssh asks the remote login shell to run.
@@ -274,13 +281,14 @@ func remoteCommand(nonce, script string) string {
 }
 
 // killLoop kills each "nonce:pid" session: it takes the wrapper's file
-// with O_EXCL — then the wrapper has not started and never will run the
-// script; the file is removed later — or reads the session id from it.
+// with O_EXCL — then the wrapper has not started, and when it does it finds
+// the file, removes it and exits; a minute later the file is removed in
+// case it never starts — or else reads the session id from the file.
 const killLoop = `d="${TMPDIR:-/tmp}"
 for t in TARGETS; do
 	p=${t#*:} f="$d/.taoflow-${t%%:*}"
 	if (set -C; echo cancelled >"$f") 2>/dev/null; then
-		(sleep 300; rm -f "$f") </dev/null >/dev/null 2>&1 &
+		(sleep 60; rm -f "$f") </dev/null >/dev/null 2>&1 &
 	else
 		q=$(cat "$f" 2>/dev/null)
 		case $q in ''|*[!0-9]*) ;; *) p=$q ;; esac

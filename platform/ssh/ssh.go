@@ -26,10 +26,11 @@ type Config struct {
 	// Run is the run id; the default control directory's name is derived
 	// from it, so a person can tell whose sockets they are.
 	Run string
-	// ControlDir is the directory for the masters' sockets (mode 0700).
-	// Default: a new /tmp/tf-<hash of Run>-<random>. A unix socket path is
-	// limited to about 104 bytes, and ssh adds 58 to this path, so it must
-	// be short; Exec refuses a longer one.
+	// ControlDir is the directory for the masters' sockets; it must be
+	// private (0700), and is made so when missing. Default: a new
+	// /tmp/tf-<hash of Run>-<random>, removed by Close. A unix socket path
+	// is limited to about 104 bytes and ssh adds 58 to this path, so it
+	// must be short; Exec refuses a longer one.
 	ControlDir string
 	// ConfigFile is passed to ssh as -F (then ~/.ssh/config and
 	// /etc/ssh/ssh_config are not read).
@@ -315,7 +316,7 @@ func (s *SSH) connect(ctx context.Context, name string, h *host) error {
 			return &platform.ExecError{Instance: name, Transient: true,
 				Err: fmt.Errorf("ssh %s: %s", h.dest.host, lastLine(stderr.Bytes(), "exit status 255"))}
 		}
-		return &platform.ExecError{Instance: name, Err: fmt.Errorf("ssh %s: starting the master connection: %v: %s", h.dest.host, err, lastLine(stderr.Bytes(), ""))}
+		return &platform.ExecError{Instance: name, Err: fmt.Errorf("ssh %s: starting the master connection: %w: %s", h.dest.host, err, lastLine(stderr.Bytes(), ""))}
 	}
 	s.markFresh(h)
 	return nil
@@ -341,9 +342,11 @@ func lastLine(b []byte, def string) string {
 	return string(b)
 }
 
-// Close asks every master connection to exit, waits for them to go,
-// killing any that linger, and removes the control directory when SSH made
-// it. Call it after every Exec has returned; Exec fails after Close.
+// Close asks every master connection to exit. When SSH made the control
+// directory (the default), Close then waits for every ssh process naming
+// it to go, kills any that linger, and removes the directory; a directory
+// given in Config may be shared, and is left alone. Call Close after every
+// Exec has returned; Exec fails after Close.
 func (s *SSH) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -371,6 +374,11 @@ func (s *SSH) Close() error {
 		_ = s.command(ctx, h, []string{"-O", "exit"}, "").Run()
 		cancel()
 	}
+	if !madeDir {
+		// The directory may be shared with others' masters: asking ours to
+		// exit is all this SSH may do.
+		return nil
+	}
 	// "-O exit" returns once the master has been asked; wait for it to go.
 	left := masters(dir)
 	for deadline := time.Now().Add(5 * time.Second); len(left) > 0 && time.Now().Before(deadline); {
@@ -383,10 +391,8 @@ func (s *SSH) Close() error {
 	if len(left) > 0 {
 		errs = append(errs, fmt.Errorf("ssh: killed master connections %v that did not exit when asked", left))
 	}
-	if madeDir {
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("ssh: remove control directory: %w", err))
-		}
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, fmt.Errorf("ssh: remove control directory: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -247,11 +247,14 @@ func (s *Server) diagnostics() string {
 	return b.String()
 }
 
-// stop ends the per-connection processes of the server, then the server.
+// stop kills every process the server started — the per-connection
+// processes and the commands running in their sessions, which sshd would
+// leave running: it sends no SIGHUP to a session without a terminal — and
+// then the server itself.
 func (s *Server) stop() {
 	pid := s.cmd.Process.Pid
-	for _, child := range children(pid) {
-		_ = syscall.Kill(child, syscall.SIGTERM)
+	for _, p := range descendants(pid) {
+		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	select {
@@ -262,10 +265,10 @@ func (s *Server) stop() {
 	}
 }
 
-// children returns the pids whose parent is pid, from /proc.
-func children(pid int) []int {
+// descendants returns the processes below pid, read from /proc.
+func descendants(pid int) []int {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var out []int
+	children := map[int][]int{}
 	for _, path := range stats {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -279,9 +282,18 @@ func children(pid int) []int {
 		if len(f) < 2 {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
-			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-			out = append(out, child)
+		ppid, _ := strconv.Atoi(f[1])
+		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		children[ppid] = append(children[ppid], child)
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
 		}
 	}
 	return out

@@ -2,10 +2,14 @@ package sshtest
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -39,10 +43,11 @@ func TestStart(t *testing.T) {
 func TestStop(t *testing.T) {
 	var s *Server
 	var client *exec.Cmd
-	clientDone := make(chan error, 1)
+	sleep := fmt.Sprintf("sleep %d", 3600+time.Now().Nanosecond()%100000)
+	clientDone := make(chan struct{})
 	t.Run("server", func(t *testing.T) {
 		s = Start(t)
-		client = exec.Command("ssh", "-F", s.ConfigFile, "-o", "BatchMode=yes", s.Alias, "echo up; exec sleep 3600")
+		client = exec.Command("ssh", "-F", s.ConfigFile, "-o", "BatchMode=yes", s.Alias, "echo up; exec "+sleep)
 		stdout, err := client.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +59,7 @@ func TestStop(t *testing.T) {
 		if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "up\n" {
 			t.Fatalf("remote command did not start: %q, %v", buf, err)
 		}
-		go func() { clientDone <- client.Wait() }()
+		go func() { _ = client.Wait(); close(clientDone) }()
 	})
 	select {
 	case <-s.exited:
@@ -67,4 +72,25 @@ func TestStop(t *testing.T) {
 		_ = client.Process.Kill()
 		t.Error("an ssh connection to the server outlived it")
 	}
+	if pids := procs(sleep); len(pids) > 0 {
+		t.Errorf("the remote command %q (pids %v) outlived the server", sleep, pids)
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+}
+
+// procs returns the pids of processes whose command line is cmdline.
+func procs(cmdline string) []int {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var pids []int
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil || strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") != cmdline {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		pids = append(pids, pid)
+	}
+	return pids
 }

@@ -1,0 +1,711 @@
+package steps
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
+)
+
+// Labels every container taoflow launches carries (DESIGN §4).
+const (
+	labelJob = "tao-job"     // the job id, which is also the container name
+	labelRun = "taoflow.run" // the run id: what Cleanup removes
+)
+
+// Exit codes of the container scripts (besides exitNoSecret and docker's
+// own 125, 126 and 127).
+const (
+	exitNoDockerCLI = 94 // docker is not installed on the instance
+	exitNoDaemon    = 95 // docker could not list containers
+)
+
+// Reasons of observations of containers (observation.Reason).
+const (
+	reasonOOM         = "oom"
+	reasonStartFailed = "start_failed"
+)
+
+// dockerCheck starts every container script: without a docker CLI the
+// shell's own 127 would read as docker run's "command not found".
+var dockerCheck = fmt.Sprintf("command -v docker >/dev/null 2>&1 || { echo 'docker is not installed on the instance' >&2; exit %d; }\n", exitNoDockerCLI)
+
+// docker is the runtime of container jobs. A job is a container named
+// after the job id with the labels tao-job=<job> and taoflow.run=<run>,
+// launched with docker run -d and never with --rm: it stays, exited, until
+// cancel or Cleanup removes it, so a retry or a resume finds it and its
+// logs stay readable.
+//
+// A cancel by taoflow leaves a marker file ~/.taoflow/jobs/<job>/canceled
+// on the instance (as the process runtime does), so that an exit code of
+// 137 or 143, or a container that is gone, reads as canceled, not failed.
+type docker struct {
+	s *Steps
+	// stopGrace is docker stop's time between TERM and KILL (whole
+	// seconds, at least 1).
+	stopGrace time.Duration
+}
+
+var (
+	_ runtime = (*docker)(nil)
+	_ remover = (*docker)(nil)
+)
+
+// stopSeconds is stopGrace as docker stop -t takes it.
+func (d *docker) stopSeconds() int {
+	return max(1, int((d.stopGrace+999*time.Millisecond)/time.Second))
+}
+
+// markerDir is the directory of job id's cancel marker, as a shell word.
+func markerDir(id string) string { return jobDir(id) }
+
+// checkContainerSpec checks what the schema cannot: values substituted
+// from expressions, and a command the instance's shell must only split.
+func checkContainerSpec(spec jobSpec) error {
+	if err := checkImage("with.image", spec.Image); err != nil {
+		return err
+	}
+	if spec.GPUs != "" && !gpusRE.MatchString(spec.GPUs) {
+		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.gpus: %q must be all, a count, or device=N[,N...]", spec.GPUs)}
+	}
+	if spec.IPC != "" && spec.IPC != "host" && spec.IPC != "private" && spec.IPC != "shareable" {
+		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.ipc: %q must be host, private or shareable", spec.IPC)}
+	}
+	for key, v := range map[string]string{"shm_size": spec.ShmSize, "memory": spec.Memory} {
+		if v != "" && !sizeRE.MatchString(v) {
+			return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q must be a size such as 512m or 16g", key, v)}
+		}
+	}
+	for _, v := range spec.Volumes {
+		if v == "" || strings.HasPrefix(v, "-") {
+			return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.volumes: %q is not HOST:CONTAINER", v)}
+		}
+	}
+	if strings.HasPrefix(spec.User, "-") {
+		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.user: %q is not a user", spec.User)}
+	}
+	if err := checkArgv(spec.Command); err != nil {
+		return &Error{Class: ClassInvalidConfig, Msg: "with.command: " + err.Error()}
+	}
+	return nil
+}
+
+var (
+	gpusRE = regexp.MustCompile(`^(all|[0-9]+|device=[0-9]+(,[0-9]+)*)$`)
+	sizeRE = regexp.MustCompile(`^[0-9]+[bkmgBKMG]?$`)
+)
+
+// checkImage refuses an image reference docker would read as an option or
+// that holds blanks.
+func checkImage(field, image string) error {
+	if image == "" || strings.HasPrefix(image, "-") || strings.ContainsAny(image, " \t\r\n") {
+		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("%s: %q is not an image reference", field, image)}
+	}
+	return nil
+}
+
+// checkArgv checks a container's command. The command is shell text whose
+// substituted values are single-quoted words (plan.ShellQuote); it is put
+// after the image unquoted, so that the instance's shell splits it into
+// the container's arguments (an image such as a FROM-scratch one may have
+// no shell to run it with). That shell must do nothing else: no command
+// separators, redirections or subshells (they would run on the instance,
+// not in the container), no $ or ` expansion (it would expand the
+// instance's variables, secrets included, onto docker's command line), and
+// no leading ~ (the instance's home). Globbing is off where it runs (set
+// -f). Quotes and backslashes work as in sh; wrap the command in sh -c
+// '...' to use shell syntax inside an image that has a shell.
+func checkArgv(cmd string) error {
+	inSingle, inDouble, wordStart := false, false, true
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch {
+		case inSingle:
+			if c == '\'' {
+				inSingle = false
+			}
+			continue
+		case inDouble:
+			switch c {
+			case '"':
+				inDouble = false
+			case '\\':
+				i++
+			case '$', '`':
+				return fmt.Errorf("%q inside double quotes would be expanded by the instance's shell; use single quotes", c)
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t':
+			wordStart = true
+			continue
+		case '\'':
+			inSingle = true
+		case '"':
+			inDouble = true
+		case '\\':
+			if i+1 == len(cmd) {
+				return fmt.Errorf("a trailing backslash")
+			}
+			i++
+		case '\n', '\r', ';', '&', '|', '<', '>', '(', ')', '`', '$':
+			return fmt.Errorf("%q is shell syntax, which would run on the instance, not in the container: the command is split into the container's arguments; quote it, or run sh -c '...' in an image that has a shell", c)
+		case '~', '#':
+			if wordStart {
+				return fmt.Errorf("a word starting with %q means something to the instance's shell; quote it", c)
+			}
+		}
+		wordStart = false
+	}
+	if inSingle || inDouble {
+		return fmt.Errorf("a quote is not closed")
+	}
+	return nil
+}
+
+// volumeArg writes -v's value as one shell word: a host path starting
+// with ~ becomes "$HOME"/rest, the rest is quoted.
+func volumeArg(v string) (host, word string) {
+	h, rest, ok := strings.Cut(v, ":")
+	if !ok || !(strings.HasPrefix(h, "/") || h == "~" || strings.HasPrefix(h, "~/")) {
+		return "", plan.ShellQuote(v) // a named or anonymous volume
+	}
+	return shellPath(h), shellPath(h) + plan.ShellQuote(":"+rest)
+}
+
+// runArgs returns docker run's arguments for spec, after `docker run`, as
+// shell text: the command is appended as it is (see checkArgv).
+func (d *docker) runArgs(spec jobSpec) string {
+	q := plan.ShellQuote
+	var b strings.Builder
+	fmt.Fprintf(&b, "-d --name %s --label %s --label %s", q(spec.ID), q(labelJob+"="+spec.ID), q(labelRun+"="+d.s.cfg.RunID))
+	switch {
+	case spec.GPUs == "" || spec.GPUs == "0":
+	case strings.Contains(spec.GPUs, ","):
+		// docker reads --gpus as CSV: a device list is one quoted field.
+		fmt.Fprintf(&b, " --gpus %s", q(`"`+spec.GPUs+`"`))
+	default:
+		fmt.Fprintf(&b, " --gpus %s", q(spec.GPUs))
+	}
+	for _, v := range spec.Volumes {
+		_, w := volumeArg(v)
+		fmt.Fprintf(&b, " -v %s", w)
+	}
+	seen := map[string]bool{}
+	for _, name := range spec.Env {
+		if !seen[name] {
+			seen[name] = true
+			fmt.Fprintf(&b, " -e %s", q(name))
+		}
+	}
+	for _, o := range []struct{ flag, val string }{
+		{"-w", spec.Workdir}, {"--ipc", spec.IPC}, {"--shm-size", spec.ShmSize},
+		{"--memory", spec.Memory}, {"--user", spec.User},
+	} {
+		if o.val != "" {
+			fmt.Fprintf(&b, " %s %s", o.flag, q(o.val))
+		}
+	}
+	fmt.Fprintf(&b, " %s", q(spec.Image))
+	if c := strings.TrimSpace(spec.Command); c != "" {
+		b.WriteString(" " + c)
+	}
+	return b.String()
+}
+
+// submitScript launches spec's container unless one exists: by name, else
+// by the label tao-job=<job> (a container renamed since). A container
+// that failed to start (docker run's 125, 126, 127) is removed, so that a
+// retry launches again instead of adopting it.
+func (d *docker) submitScript(spec jobSpec) string {
+	var b strings.Builder
+	b.WriteString(dockerCheck)
+	fmt.Fprintf(&b, "j=%s\n", plan.ShellQuote(spec.ID))
+	fmt.Fprintf(&b, `if id=$(docker inspect --type container --format '{{.Id}}' "$j" 2>/dev/null); then echo "adopted $id"; exit 0; fi
+id=$(docker ps -a -q --no-trunc --filter label=%s="$j") || { echo 'cannot list the containers (is the docker daemon running?)' >&2; exit %d; }
+if [ -n "$id" ]; then echo "adopted $(echo "$id" | head -n 1)"; exit 0; fi
+rm -f %s/canceled
+`, labelJob, exitNoDaemon, markerDir(spec.ID))
+	for _, v := range spec.Volumes {
+		if host, _ := volumeArg(v); host != "" {
+			// Made by the user, not by the daemon as root.
+			fmt.Fprintf(&b, "[ -e %[1]s ] || mkdir -p %[1]s 2>/dev/null\n", host)
+		}
+	}
+	fmt.Fprintf(&b, `set -f
+id=$(docker run %s)
+rc=$?
+if [ "$rc" -ne 0 ]; then
+	[ "$(docker inspect --type container --format '{{.State.Status}}' "$j" 2>/dev/null)" = created ] && docker rm -f "$j" >/dev/null 2>&1
+	exit "$rc"
+fi
+echo "launched $id"
+`, d.runArgs(spec))
+	return b.String()
+}
+
+func (d *docker) submit(ctx context.Context, inst platform.Instance, spec jobSpec) (launch, error) {
+	prelude, stdin, err := d.s.secretEnv(spec.Env)
+	if err != nil {
+		return launch{}, err
+	}
+	res, err := d.s.exec(ctx, inst, prelude+d.submitScript(spec), stdin)
+	if err != nil {
+		if ctx.Err() != nil {
+			return launch{}, err
+		}
+		return launch{}, d.s.fail(ClassLaunchFailed, err, "container %s on %s: %v", spec.ID, inst.Name, err)
+	}
+	if res.ExitCode != 0 {
+		return launch{}, d.launchError(inst, spec.ID, res)
+	}
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) != 2 || (f[0] != "launched" && f[0] != "adopted") {
+		return launch{}, d.s.fail(ClassLaunchFailed, nil, "container %s on %s: docker run did not print a container id", spec.ID, inst.Name)
+	}
+	return launch{Adopted: f[0] == "adopted", Ref: "container " + shortID(f[1])}, nil
+}
+
+// launchError explains a failed submit script; docker run's own exit
+// codes 125, 126 and 127 are told apart (and kept as the Code).
+func (d *docker) launchError(inst platform.Instance, id string, res platform.Result) *Error {
+	why := dockerError(res.Stderr)
+	code := res.ExitCode
+	switch code {
+	case exitNoSecret:
+		return d.s.fail(ClassLaunchFailed, nil, "container %s on %s: the job's secrets did not arrive on stdin", id, inst.Name)
+	case exitNoDockerCLI:
+		return d.s.fail(ClassLaunchFailed, nil, "container %s: docker is not installed on %s", id, inst.Name)
+	case exitNoDaemon:
+		return d.s.fail(ClassLaunchFailed, nil, "container %s on %s: %s", id, inst.Name, why)
+	case 125:
+		return d.s.failCode(ClassLaunchFailed, code, "container %s on %s: docker could not start the container (exit code 125): %s", id, inst.Name, why)
+	case 126:
+		return d.s.failCode(ClassLaunchFailed, code, "container %s on %s: the container's command cannot be invoked (exit code 126): %s", id, inst.Name, why)
+	case 127:
+		return d.s.failCode(ClassLaunchFailed, code, "container %s on %s: the container's command was not found (exit code 127): %s", id, inst.Name, why)
+	}
+	if why == "" {
+		why = fmt.Sprintf("the launch script exited with code %d", code)
+	}
+	return d.s.fail(ClassLaunchFailed, nil, "container %s on %s: %s", id, inst.Name, why)
+}
+
+// dockerError picks the line of a docker command's stderr that says what
+// went wrong: the last one that is not the "Run 'docker run --help'" hint
+// or a warning.
+func dockerError(stderr []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "Run '") || strings.HasPrefix(l, "WARNING") {
+			continue
+		}
+		return clipText(strings.TrimPrefix(l, "docker: "), 300)
+	}
+	return lastLine(stderr)
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// inspectFormat is the one docker inspect of a poll: a line per container
+// that exists (its error as a JSON string, so it stays one line).
+const inspectFormat = `@inspect {{.Name}} {{.State.Status}} {{.State.ExitCode}} {{.State.OOMKilled}} {{.State.StartedAt}} {{json .State.Error}}`
+
+// statusScript observes probes in one round trip and one docker inspect:
+//
+//	@now UNIX-SECONDS
+//	@inspect /NAME STATUS CODE OOMKILLED STARTED "ERROR"   (per container found)
+//
+// then per probe "@job INDEX CANCELED SIZE N", N log bytes (docker logs,
+// stdout and stderr merged, from the probe's offset) and
+// "@status MTIME LINE" (the last line of status.json, MTIME its age mark).
+// An inspect that fails for another reason than a missing container (the
+// daemon is down) fails the poll instead of reading as "gone".
+func (d *docker) statusScript(probes []probe) string {
+	var b strings.Builder
+	b.WriteString(dockerCheck)
+	b.WriteString(`t=$(mktemp "${TMPDIR:-/tmp}/taoflow-poll.XXXXXX") || exit 1
+trap 'rm -f "$t" "$t.e"' EXIT
+echo "@now $(date +%s)"
+`)
+	fmt.Fprintf(&b, "docker inspect --type container --format %s", plan.ShellQuote(inspectFormat))
+	for _, p := range probes {
+		b.WriteString(" " + plan.ShellQuote(p.ID))
+	}
+	fmt.Fprintf(&b, ` 2> "$t.e"
+if grep -v -e '^[[:space:]]*$' -e 'No such' "$t.e" >&2; then exit 3; fi
+tf_poll() {
+	c=0
+	[ -f "$HOME"/%s/"$2"/canceled ] && c=1
+	docker logs "$2" > "$t" 2>&1 || : > "$t"
+	size=$(wc -c < "$t" | tr -dc 0-9)
+	size=${size:-0}
+	n=$((size - $3))
+	[ "$n" -lt 0 ] && n=0
+	[ "$n" -gt %d ] && n=%d
+	printf '@job %%s %%s %%s %%s\n' "$1" "$c" "$size" "$n"
+	[ "$n" -gt 0 ] && tail -c +$(($3 + 1)) "$t" | head -c "$n"
+	st= mt=0
+	if [ -n "$4" ] && [ -f "$4/status.json" ]; then
+		mt=$(date -r "$4/status.json" +%%s 2>/dev/null || echo 0)
+		st=$(tail -n 1 "$4/status.json" | head -c 4096 | tr -d '\r\n')
+	fi
+	printf '@status %%s %%s\n' "$mt" "$st"
+}
+`, plan.ShellQuote(jobsDir), logChunk, logChunk)
+	for i, p := range probes {
+		results := "''"
+		if p.Results != "" {
+			results = shellPath(p.Results)
+		}
+		fmt.Fprintf(&b, "tf_poll %d %s %d %s\n", i, plan.ShellQuote(p.ID), p.Offset, results)
+	}
+	return b.String()
+}
+
+// inspected is one container's state from docker inspect.
+type inspected struct {
+	Status    string
+	ExitCode  int
+	OOMKilled bool
+	StartedAt time.Time // zero when it never started
+	Error     string
+}
+
+func (d *docker) status(ctx context.Context, inst platform.Instance, probes []probe) ([]observation, error) {
+	res, err := d.s.exec(ctx, inst, d.statusScript(probes), nil)
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		why := dockerError(res.Stderr)
+		if res.ExitCode == exitNoDockerCLI {
+			why = "docker is not installed"
+		}
+		return nil, fmt.Errorf("polling containers on %s: exit code %d: %s", inst.Name, res.ExitCode, d.s.redact.Redact(why))
+	}
+	obs, missing, err := parseDockerStatus(res.Stdout, probes)
+	if err != nil {
+		return nil, fmt.Errorf("polling containers on %s: %w", inst.Name, err)
+	}
+	if len(missing) > 0 {
+		if err := d.reconcile(ctx, inst, probes, obs, missing); err != nil {
+			return nil, err
+		}
+	}
+	return obs, nil
+}
+
+// parseDockerStatus reads the output of statusScript. It returns the
+// indexes of the probes whose container docker inspect did not find.
+func parseDockerStatus(out []byte, probes []probe) ([]observation, []int, error) {
+	r := bufio.NewReader(bytes.NewReader(out))
+	var now int64
+	found := map[string]inspected{}
+	obs := make([]observation, len(probes))
+	var missing []int
+	for i, p := range probes {
+		var header string
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return nil, nil, fmt.Errorf("job %d: output ended early", i)
+			}
+			l = strings.TrimSuffix(l, "\n")
+			switch {
+			case strings.HasPrefix(l, "@job "):
+				header = l
+			case strings.HasPrefix(l, "@now ") && i == 0:
+				now, _ = strconv.ParseInt(strings.TrimPrefix(l, "@now "), 10, 64)
+			case strings.HasPrefix(l, "@inspect ") && i == 0:
+				name, st, err := parseInspect(l)
+				if err != nil {
+					return nil, nil, err
+				}
+				found[name] = st
+			}
+			if header != "" {
+				break
+			}
+		}
+		f := strings.Fields(header)
+		if len(f) != 5 || f[1] != strconv.Itoa(i) {
+			return nil, nil, fmt.Errorf("job %d: unexpected header %q", i, header)
+		}
+		var nums [2]int64
+		for k, s := range f[3:] {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || v < 0 {
+				return nil, nil, fmt.Errorf("job %d: bad number %q", i, s)
+			}
+			nums[k] = v
+		}
+		size, chunk := nums[0], nums[1]
+		o := &obs[i]
+		o.Canceled = f[2] == "1"
+		o.Log = make([]byte, chunk)
+		if _, err := io.ReadFull(r, o.Log); err != nil {
+			return nil, nil, fmt.Errorf("job %d: log ended after %d bytes, want %d", i, len(o.Log), chunk)
+		}
+		o.More = size > p.Offset+chunk
+		l, err := r.ReadString('\n')
+		if err != nil || !strings.HasPrefix(l, "@status ") {
+			return nil, nil, fmt.Errorf("job %d: missing status line after the log", i)
+		}
+		mtime, line, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(l, "@status "), "\n"), " ")
+		st, ok := found[p.ID]
+		if !ok {
+			missing = append(missing, i)
+			continue
+		}
+		mapContainer(o, st, now)
+		if mt, err := strconv.ParseInt(mtime, 10, 64); err == nil && !st.StartedAt.IsZero() && mt > 0 && mt < st.StartedAt.Unix() {
+			line = "" // written by an earlier attempt
+		}
+		o.Status = line
+	}
+	return obs, missing, nil
+}
+
+// parseInspect reads one @inspect line.
+func parseInspect(l string) (string, inspected, error) {
+	f := strings.SplitN(l, " ", 7)
+	if len(f) != 7 {
+		return "", inspected{}, fmt.Errorf("unexpected inspect line %q", l)
+	}
+	var st inspected
+	st.Status = f[2]
+	code, err := strconv.Atoi(f[3])
+	if err != nil {
+		return "", inspected{}, fmt.Errorf("unexpected exit code in %q", l)
+	}
+	st.ExitCode = code
+	st.OOMKilled = f[4] == "true"
+	if t, err := time.Parse(time.RFC3339Nano, f[5]); err == nil && t.Year() > 1 {
+		st.StartedAt = t
+	}
+	if err := json.Unmarshal([]byte(f[6]), &st.Error); err != nil {
+		st.Error = f[6]
+	}
+	return strings.TrimPrefix(f[1], "/"), st, nil
+}
+
+// mapContainer sets o's state from docker's (DESIGN §4):
+//
+//	created              pending (running), or failed start_failed when .State.Error is set
+//	running              running
+//	paused, restarting   running, with a note (taoflow does neither)
+//	exited               exited with its code; OOMKilled is failed "oom"
+//	                     (137/143 after a cancel by taoflow: canceled, in jobOutcome)
+//	removing             canceled after a cancel by taoflow, else running until it is gone
+//	dead                 vanished
+//
+// now is the instance's clock, for the job's age.
+func mapContainer(o *observation, st inspected, now int64) {
+	if !st.StartedAt.IsZero() && now > 0 {
+		o.Age = time.Duration(max(now-st.StartedAt.Unix(), 0)) * time.Second
+	}
+	switch st.Status {
+	case "created":
+		if st.Error != "" {
+			o.State, o.Code = stateExited, st.ExitCode
+			if o.Code == 0 {
+				o.Code = 128
+			}
+			o.Reason = reasonStartFailed + ": " + st.Error
+			return
+		}
+		o.State, o.Note = stateRunning, "container created, not started yet"
+	case "running":
+		o.State = stateRunning
+	case "paused", "restarting":
+		o.State = stateRunning
+		o.Note = "container is " + st.Status + " (taoflow neither pauses containers nor sets restart policies: someone on the instance did)"
+	case "exited":
+		o.State, o.Code = stateExited, st.ExitCode
+		if st.OOMKilled {
+			o.Reason = reasonOOM
+		}
+	case "removing":
+		if o.Canceled {
+			o.State = stateVanished
+			return
+		}
+		o.State, o.Note = stateRunning, "container is being removed"
+	case "dead":
+		o.State = stateVanished
+		o.Reason = "its container is dead (the docker daemon could not stop or remove it)"
+		if st.Error != "" {
+			o.Reason += ": " + st.Error
+		}
+	default:
+		o.State, o.Note = stateRunning, fmt.Sprintf("container is in an unknown state %q", st.Status)
+	}
+}
+
+// reconcile decides about containers docker inspect did not find, by
+// label (DESIGN §4: never infer an end from absence alone): a container
+// labelled tao-job=<job> under another name is reported, not adopted;
+// none at all is a vanished job (canceled when taoflow canceled it).
+func (d *docker) reconcile(ctx context.Context, inst platform.Instance, probes []probe, obs []observation, missing []int) error {
+	script := dockerCheck + fmt.Sprintf("docker ps -a --filter label=%s --format %s\n", labelJob, plan.ShellQuote(`{{.Label "`+labelJob+`"}} {{.Names}}`))
+	res, err := d.s.exec(ctx, inst, script, nil)
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("listing containers on %s by label: exit code %d: %s", inst.Name, res.ExitCode, d.s.redact.Redact(dockerError(res.Stderr)))
+	}
+	byLabel := map[string]string{}
+	for _, l := range strings.Split(string(res.Stdout), "\n") {
+		if job, name, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
+			byLabel[job] = name
+		}
+	}
+	for _, i := range missing {
+		o, id := &obs[i], probes[i].ID
+		o.State = stateVanished
+		if name, ok := byLabel[id]; ok {
+			o.Reason = fmt.Sprintf("its container is now named %s (found by the label %s=%s); taoflow follows containers by name: rename it back (docker rename %s %s) or remove it", name, labelJob, id, name, id)
+			continue
+		}
+		o.Reason = fmt.Sprintf("its container is gone (no container named %s or labelled %s=%s; removed from outside, or the instance was replaced)", id, labelJob, id)
+	}
+	return nil
+}
+
+// markScript marks the containers among ids that still run as canceled
+// by taoflow and lists them in $live.
+func markScript(ids []string) string {
+	var b strings.Builder
+	b.WriteString(dockerCheck)
+	fmt.Fprintf(&b, "s=$(docker inspect --type container --format '{{.Name}} {{.State.Status}}'")
+	for _, id := range ids {
+		b.WriteString(" " + plan.ShellQuote(id))
+	}
+	fmt.Fprintf(&b, ` 2>/dev/null)
+live=
+while read -r n st; do
+	n=${n#/}
+	case $n in ''|*[!a-zA-Z0-9_.-]*) continue;; esac
+	case $st in running|paused|restarting|created) ;; *) continue;; esac
+	mkdir -p "$HOME"/%[1]s/"$n" && : > "$HOME"/%[1]s/"$n"/canceled
+	live="$live $n"
+done <<EOF
+$s
+EOF
+`, plan.ShellQuote(jobsDir))
+	return b.String()
+}
+
+// cancelScript marks the live containers among ids canceled and stops
+// them: TERM, then KILL after the grace (docker stop -t). They stay, so
+// that their last log lines can still be read; remove removes them.
+func (d *docker) cancelScript(ids []string) string {
+	return markScript(ids) + fmt.Sprintf(`[ -z "$live" ] && exit 0
+echo "stopping container(s)$live (TERM, then KILL after %[1]ds)"
+docker stop -t %[1]d $live > /dev/null
+`, d.stopSeconds())
+}
+
+func (d *docker) cancel(ctx context.Context, inst platform.Instance, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return d.run(ctx, inst, d.cancelScript(ids), "stopping containers")
+}
+
+// removeScript removes the containers ids (and their anonymous volumes).
+func removeScript(ids []string) string {
+	var b strings.Builder
+	b.WriteString(dockerCheck)
+	b.WriteString("docker rm -f -v")
+	for _, id := range ids {
+		b.WriteString(" " + plan.ShellQuote(id))
+	}
+	// rm -f of a container that is gone already fails with older CLIs.
+	b.WriteString(` > /dev/null 2> "${TMPDIR:-/tmp}/taoflow-rm.$$"
+grep -v -e '^[[:space:]]*$' -e 'No such' "${TMPDIR:-/tmp}/taoflow-rm.$$" >&2 && rc=1 || rc=0
+rm -f "${TMPDIR:-/tmp}/taoflow-rm.$$"
+`)
+	fmt.Fprintf(&b, "[ \"$rc\" -eq 0 ] && echo %s\nexit \"$rc\"\n", plan.ShellQuote("removed container(s) "+strings.Join(ids, " ")))
+	return b.String()
+}
+
+func (d *docker) remove(ctx context.Context, inst platform.Instance, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return d.run(ctx, inst, removeScript(ids), "removing containers")
+}
+
+// cleanupScript stops and removes every container labelled
+// taoflow.run=<run> (exactly that value), marking those that ran as
+// canceled. An instance without docker has none.
+func (d *docker) cleanupScript() string {
+	return fmt.Sprintf(`command -v docker >/dev/null 2>&1 || exit 0
+all=$(docker ps -a --filter label=%[1]s --format '{{.Names}} {{.State}}') || { echo 'cannot list the containers (is the docker daemon running?)' >&2; exit %[2]d; }
+live= names=
+while read -r n st; do
+	case $n in ''|*[!a-zA-Z0-9_.-]*) continue;; esac
+	names="$names $n"
+	case $st in running|paused|restarting)
+		mkdir -p "$HOME"/%[3]s/"$n" && : > "$HOME"/%[3]s/"$n"/canceled
+		live="$live $n";;
+	esac
+done <<EOF
+$all
+EOF
+if [ -n "$live" ]; then
+	echo "stopping container(s)$live (TERM, then KILL after %[4]ds)"
+	docker stop -t %[4]d $live > /dev/null
+fi
+[ -z "$names" ] && exit 0
+docker rm -f -v $names > /dev/null || exit 1
+echo "removed container(s)$names"
+`, plan.ShellQuote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, plan.ShellQuote(jobsDir), d.stopSeconds())
+}
+
+func (d *docker) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
+	return d.run(ctx, inst, d.cleanupScript(), "removing this run's containers")
+}
+
+// run runs a stop or remove script and returns its output lines.
+func (d *docker) run(ctx context.Context, inst platform.Instance, script, what string) ([]string, error) {
+	res, err := d.s.exec(ctx, inst, script, nil)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if res.ExitCode != 0 {
+		why := dockerError(res.Stderr)
+		if res.ExitCode == exitNoDockerCLI {
+			why = "docker is not installed"
+		}
+		return lines, fmt.Errorf("%s on %s: exit code %d: %s", what, inst.Name, res.ExitCode, d.s.redact.Redact(why))
+	}
+	return lines, nil
+}

@@ -1,0 +1,135 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/taoflow/taoflow/plan"
+)
+
+// Defaults of an ngc-auth step.
+const (
+	defaultRegistry  = "nvcr.io"
+	defaultNGCUser   = "$oauthtoken" // literal: NGC's user name for API keys
+	defaultNGCSecret = "NGC_KEY"
+)
+
+// loginScript logs the instance's docker in to registry as user with the
+// secret named key, which the prelude has exported: printf is a shell
+// builtin, so the key goes from the shell's memory into docker's stdin and
+// is on no command line. The user name is single-quoted, so that
+// $oauthtoken reaches docker as it is written.
+func loginScript(registry, user, key string) string {
+	return dockerCheck + fmt.Sprintf("printf '%%s' \"$%s\" | docker login %s -u %s --password-stdin\n",
+		key, plan.ShellQuote(registry), plan.ShellQuote(user))
+}
+
+// manifestScript checks that the logged-in docker may read image, without
+// pulling it. A registry on a loopback address is reached over plain HTTP
+// (--insecure), as the Docker engine allows by default.
+func manifestScript(image string) string {
+	insecure := ""
+	if loopbackRegistry(image) {
+		insecure = "--insecure "
+	}
+	return dockerCheck + fmt.Sprintf("DOCKER_CLI_EXPERIMENTAL=enabled docker manifest inspect %s%s > /dev/null\n", insecure, plan.ShellQuote(image))
+}
+
+// loopbackRegistry reports whether image names a registry on localhost or
+// a loopback address.
+func loopbackRegistry(image string) bool {
+	first, _, ok := strings.Cut(image, "/")
+	if !ok {
+		return false
+	}
+	host := first
+	if h, _, err := net.SplitHostPort(first); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ngcAuth logs the instance's docker in to the registry (DESIGN §4), then
+// optionally checks access to with.verify_image: a failed login is "auth
+// failed" (a bad key), a refused image after a good login is "no
+// entitlement".
+func (s *Steps) ngcAuth(ctx context.Context, req Request) error {
+	registry := withString(req.With, "registry")
+	if registry == "" {
+		registry = defaultRegistry
+	}
+	user := withString(req.With, "username")
+	if user == "" {
+		user = defaultNGCUser
+	}
+	key := withString(req.With, "secret")
+	if key == "" {
+		key = defaultNGCSecret
+	}
+	verify := withString(req.With, "verify_image")
+	if strings.HasPrefix(registry, "-") || strings.ContainsAny(registry, " \t\r\n") {
+		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.registry: %q is not a registry host", registry)}
+	}
+	if verify != "" {
+		if err := checkImage("with.verify_image", verify); err != nil {
+			return err
+		}
+	}
+	prelude, stdin, err := s.secretEnv([]string{key})
+	if err != nil {
+		return err
+	}
+	inst := req.Instance
+	fmt.Fprintf(req.Log, "docker login %s as %s on %s (the key %s on stdin)\n", registry, user, inst.Name, key)
+	res, err := s.exec(ctx, inst, prelude+loginScript(registry, user, key), stdin)
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return s.fail(ClassNotReachable, err, "docker login on %s: %v", inst.Name, err)
+	}
+	s.logOutput(req, res.Stdout, res.Stderr)
+	switch res.ExitCode {
+	case 0:
+	case exitNoSecret:
+		return s.fail(ClassAuthFailed, nil, "docker login %s on %s: the key did not arrive on stdin", registry, inst.Name)
+	case exitNoDockerCLI:
+		return s.fail(ClassNoDocker, nil, "docker is not installed on %s", inst.Name)
+	default:
+		return s.fail(ClassAuthFailed, nil, "docker login %s as %s on %s failed (check the key in %s): %s", registry, user, inst.Name, key, dockerError(res.Stderr))
+	}
+	fmt.Fprintf(req.Log, "logged in to %s\n", registry)
+	if verify == "" {
+		return nil
+	}
+	fmt.Fprintf(req.Log, "checking access to %s (docker manifest inspect)\n", verify)
+	res, err = s.exec(ctx, inst, manifestScript(verify), nil)
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return s.fail(ClassNotReachable, err, "docker manifest inspect on %s: %v", inst.Name, err)
+	case res.ExitCode == exitNoDockerCLI:
+		return s.fail(ClassNoDocker, nil, "docker is not installed on %s", inst.Name)
+	case res.ExitCode != 0:
+		return s.fail(ClassNoEntitlement, nil, "logged in to %s, but %s is refused (the key's org is not entitled to it, or there is no such image): %s", registry, verify, dockerError(res.Stderr))
+	}
+	fmt.Fprintf(req.Log, "%s is readable\n", verify)
+	return nil
+}
+
+// logOutput writes a command's stdout and stderr lines to the node log
+// (redacted by req.Log).
+func (s *Steps) logOutput(req Request, stdout, stderr []byte) {
+	for _, b := range [][]byte{stdout, stderr} {
+		if t := strings.TrimSpace(string(b)); t != "" {
+			fmt.Fprintln(req.Log, t)
+		}
+	}
+}
