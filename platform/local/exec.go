@@ -44,7 +44,7 @@ func (l *Local) Exec(ctx context.Context, inst platform.Instance, script string,
 		return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("sandbox %s is not a directory", inst.Ref)}
 	}
 
-	stdout, stderr := newTail(l.maxOutput), newTail(l.maxOutput)
+	stdout, stderr := platform.NewTail(l.maxOutput), platform.NewTail(l.maxOutput)
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
 	cmd.Dir = inst.Ref
 	cmd.Env = environ(inst.Ref)

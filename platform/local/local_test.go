@@ -219,7 +219,7 @@ func TestTail(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			w := newTail(tt.max)
+			w := platform.NewTail(tt.max)
 			for _, s := range tt.writes {
 				if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
 					t.Fatalf("Write(%q) = %d, %v", s, n, err)

@@ -83,8 +83,8 @@ func (s *SSH) Exec(ctx context.Context, inst platform.Instance, script string, s
 		}
 	}
 
-	stdout := newTail(s.maxOutput)
-	errTail := newTail(s.maxOutput)
+	stdout := platform.NewTail(s.maxOutput)
+	errTail := platform.NewTail(s.maxOutput)
 	stderr := newMarkers(markerPrefix(nonce), errTail)
 	// Not bound to ctx: watch kills it, then the remote command.
 	cmd := s.command(context.Background(), h, []string{"-T"}, remote)

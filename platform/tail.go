@@ -1,19 +1,20 @@
-package local
+package platform
 
 import "fmt"
 
-// tail is an io.Writer that keeps the last max bytes written to it in a ring
+// Tail is an io.Writer that keeps the last max bytes written to it in a ring
 // and counts the bytes it dropped.
-type tail struct {
+type Tail struct {
 	max     int
 	buf     []byte // grows up to max, then is used as a ring
 	start   int    // oldest byte once the ring is full
 	dropped int64
 }
 
-func newTail(max int) *tail { return &tail{max: max} }
+// NewTail keeps the last max bytes written (the platforms cap captured output with it).
+func NewTail(max int) *Tail { return &Tail{max: max} }
 
-func (t *tail) Write(p []byte) (int, error) {
+func (t *Tail) Write(p []byte) (int, error) {
 	n := len(p)
 	if t.max <= 0 {
 		t.dropped += int64(n)
@@ -43,7 +44,7 @@ func (t *tail) Write(p []byte) (int, error) {
 
 // Bytes returns what was kept, oldest first, behind a marker line when bytes
 // were dropped.
-func (t *tail) Bytes() []byte {
+func (t *Tail) Bytes() []byte {
 	var out []byte
 	if t.dropped > 0 {
 		out = fmt.Appendf(nil, "[taoflow: output truncated: %d bytes dropped before this line]\n", t.dropped)
