@@ -255,26 +255,18 @@ echo "launched $id"
 }
 
 func (d *docker) submit(ctx context.Context, inst platform.Instance, spec jobSpec) (launch, error) {
-	prelude, stdin, err := d.s.secretEnv(spec.Env)
+	res, err := d.s.runSubmit(ctx, inst, spec, d.submitScript(spec), "container")
 	if err != nil {
 		return launch{}, err
-	}
-	res, err := d.s.exec(ctx, inst, prelude+d.submitScript(spec), stdin)
-	if err != nil {
-		if ctx.Err() != nil {
-			return launch{}, err
-		}
-		return launch{}, d.s.fail(ClassLaunchFailed, err, "container %s on %s: %v", spec.ID, inst.Name, err)
 	}
 	if res.ExitCode != 0 {
 		return launch{}, d.launchError(inst, spec.ID, res)
 	}
-	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
-	f := strings.Fields(lines[len(lines)-1])
-	if len(f) != 2 || (f[0] != "launched" && f[0] != "adopted") {
+	adopted, id, ok := launched(res.Stdout)
+	if !ok || id == "" {
 		return launch{}, d.s.fail(ClassLaunchFailed, nil, "container %s on %s: docker run did not print a container id", spec.ID, inst.Name)
 	}
-	return launch{Adopted: f[0] == "adopted", Ref: "container " + shortID(f[1])}, nil
+	return launch{Adopted: adopted, Ref: "container " + shortID(id)}, nil
 }
 
 // launchError explains a failed submit script; docker run's own exit

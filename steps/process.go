@@ -166,16 +166,9 @@ echo "launched $(cat "$d/pid")"
 }
 
 func (p *process) submit(ctx context.Context, inst platform.Instance, spec jobSpec) (launch, error) {
-	prelude, stdin, err := p.s.secretEnv(spec.Env)
+	res, err := p.s.runSubmit(ctx, inst, spec, p.submitScript(spec), "job")
 	if err != nil {
 		return launch{}, err
-	}
-	res, err := p.s.exec(ctx, inst, prelude+p.submitScript(spec), stdin)
-	if err != nil {
-		if ctx.Err() != nil {
-			return launch{}, err
-		}
-		return launch{}, p.s.fail(ClassLaunchFailed, err, "job %s on %s: %v", spec.ID, inst.Name, err)
 	}
 	if res.ExitCode != 0 {
 		why := lastLine(res.Stderr)
@@ -189,15 +182,13 @@ func (p *process) submit(ctx context.Context, inst platform.Instance, spec jobSp
 		}
 		return launch{}, p.s.fail(ClassLaunchFailed, nil, "job %s on %s: %s", spec.ID, inst.Name, why)
 	}
-	// The last line is "launched PID" or "adopted PID".
-	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
-	f := strings.Fields(lines[len(lines)-1])
-	if len(f) == 0 || (f[0] != "launched" && f[0] != "adopted") {
+	adopted, pid, ok := launched(res.Stdout)
+	if !ok {
 		return launch{}, p.s.fail(ClassLaunchFailed, nil, "job %s on %s: the launch script did not report a pid", spec.ID, inst.Name)
 	}
-	l := launch{Adopted: f[0] == "adopted"}
-	if len(f) > 1 {
-		l.Ref = "pid:" + f[1]
+	l := launch{Adopted: adopted}
+	if pid != "" {
+		l.Ref = "pid:" + pid
 	}
 	return l, nil
 }

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/taoflow/taoflow/platform"
@@ -57,6 +58,38 @@ type jobSpec struct {
 type launch struct {
 	Adopted bool   // the job existed already
 	Ref     string // the runtime's handle, such as pid:1234
+}
+
+// runSubmit runs a runtime's submit script with the job's secrets on stdin.
+// A transport failure is a launch failure (what names the job in the
+// message); the caller reads the exit code and the output.
+func (s *Steps) runSubmit(ctx context.Context, inst platform.Instance, spec jobSpec, script, what string) (platform.Result, error) {
+	prelude, stdin, err := s.secretEnv(spec.Env)
+	if err != nil {
+		return platform.Result{}, err
+	}
+	res, err := s.exec(ctx, inst, prelude+script, stdin)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, err
+		}
+		return res, s.fail(ClassLaunchFailed, err, "%s %s on %s: %v", what, spec.ID, inst.Name, err)
+	}
+	return res, nil
+}
+
+// launched reads the submit script's last line, "launched REF" or
+// "adopted REF"; ok is false when it is neither.
+func launched(stdout []byte) (adopted bool, ref string, ok bool) {
+	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) == 0 || (f[0] != "launched" && f[0] != "adopted") {
+		return false, "", false
+	}
+	if len(f) > 1 {
+		ref = f[1]
+	}
+	return f[0] == "adopted", ref, true
 }
 
 // probe asks status about one job.
