@@ -3,8 +3,10 @@ package state
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -34,6 +36,10 @@ type Node struct {
 	ExitCode  *int      `json:"exit_code,omitempty"` // nil until the node's command has exited
 	Message   string    `json:"message,omitempty"`
 	Progress  string    `json:"progress,omitempty"` // e.g. "epoch 3/10 loss 0.21 eta 4m"
+	// Facts are what the node's step learned that a later step or person
+	// needs, e.g. "digest" of the image a pull step pulled. PutNode leaves
+	// them as they are; SetNodeFact adds one.
+	Facts map[string]string `json:"facts,omitempty"`
 	// Seq orders the nodes of the store by first PutNode. The store assigns
 	// it; PutNode ignores it.
 	Seq int64 `json:"seq"`
@@ -57,6 +63,31 @@ func (s *Store) PutNode(ctx context.Context, n Node) error {
 	}
 	return nil
 }
+
+// SetNodeFact records a fact (key = value) the step of node id of run
+// learned; the node must have been put before. key is lower-case letters,
+// digits and '_'. The value passes through the redactor like every write.
+func (s *Store) SetNodeFact(ctx context.Context, run, id, key, value string) error {
+	if err := s.writable("set node fact"); err != nil {
+		return err
+	}
+	if !factKeyRE.MatchString(key) {
+		return fmt.Errorf("state: fact key %q: want lower-case letters, digits and '_'", key)
+	}
+	res, err := s.st.setNodeFact.ExecContext(ctx, "$."+key, s.r(value), s.r(run), s.r(id))
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			err = fmt.Errorf("node %q of run %q: %w", s.r(id), s.r(run), ErrNotFound)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("state: set fact %s of node %q: %w", key, s.r(id), err)
+	}
+	return nil
+}
+
+var factKeyRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // Node returns node id of run, or an error wrapping ErrNotFound.
 func (s *Store) Node(ctx context.Context, run, id string) (Node, error) {
@@ -96,11 +127,17 @@ func scanNode(sc scanner) (Node, error) {
 		n              Node
 		started, ended sql.NullInt64
 		exit           sql.NullInt64
+		facts          string
 	)
 	err := sc.Scan(&n.RunID, &n.ID, &n.Step, &n.Instance, &n.Cell, &n.Finally, &n.State, &n.Attempts,
-		&started, &ended, &exit, &n.Message, &n.Progress, &n.Seq)
+		&started, &ended, &exit, &n.Message, &n.Progress, &facts, &n.Seq)
 	if err != nil {
 		return Node{}, err
+	}
+	if facts != "" && facts != "{}" {
+		if err := json.Unmarshal([]byte(facts), &n.Facts); err != nil {
+			return Node{}, fmt.Errorf("facts of node %q: %w", n.ID, err)
+		}
 	}
 	n.StartedAt, n.EndedAt = fromNanos(started), fromNanos(ended)
 	if exit.Valid {

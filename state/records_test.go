@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -338,5 +339,39 @@ func TestEvents(t *testing.T) {
 				t.Errorf("Events (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestNodeFacts(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	mustCreateRun(t, s, "r1")
+	n := Node{RunID: "r1", ID: "pull@gpu0", Step: "pull", Instance: "gpu0", State: NodeRunning}
+	if err := s.PutNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{{"image", "reg/img:1"}, {"digest", "sha256:aaa"}, {"digest", "sha256:bbb"}} {
+		if err := s.SetNodeFact(ctx, "r1", n.ID, kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A later PutNode (the node ends) keeps the facts.
+	n.State = NodeSucceeded
+	if err := s.PutNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Node(ctx, "r1", n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"image": "reg/img:1", "digest": "sha256:bbb"}
+	if diff := cmp.Diff(want, got.Facts); diff != "" {
+		t.Errorf("facts (-want +got):\n%s", diff)
+	}
+	if err := s.SetNodeFact(ctx, "r1", "nope", "digest", "x"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("fact of an unknown node: %v, want ErrNotFound", err)
+	}
+	if err := s.SetNodeFact(ctx, "r1", n.ID, `a"]; drop`, "x"); err == nil {
+		t.Error("a fact key with JSON path syntax was accepted")
 	}
 }

@@ -76,6 +76,8 @@ CREATE TABLE logs (
 	PRIMARY KEY (run_id, node)
 );
 `,
+	// 2: facts a node's step learned (the digest an image was pulled at).
+	`ALTER TABLE nodes ADD COLUMN facts TEXT NOT NULL DEFAULT '{}';`,
 }
 
 // migrate brings db's schema up to the newest version in one immediate
@@ -113,7 +115,7 @@ func migrate(ctx context.Context, db *sql.DB) (err error) {
 // stmts are the store's prepared statements.
 type stmts struct {
 	createRun, updateRun, setRunOwner, run, runs, latestRun *sql.Stmt
-	putNode, node, nodes                                    *sql.Stmt
+	putNode, node, nodes, setNodeFact                       *sql.Stmt
 	recordIntent, resourceID, markCreated, markDeleted      *sql.Stmt
 	markFailed, resource, resources, alive, aliveAll        *sql.Stmt
 	appendEvent, events, indexLog, logNodes                 *sql.Stmt
@@ -122,7 +124,7 @@ type stmts struct {
 
 const (
 	runCols      = `id, name, plan_file, plan_hash, vars, state, pid, host, started_at, ended_at, exit_code, message`
-	nodeCols     = `run_id, id, step, instance, cell, finally, state, attempts, started_at, ended_at, exit_code, message, progress, seq`
+	nodeCols     = `run_id, id, step, instance, cell, finally, state, attempts, started_at, ended_at, exit_code, message, progress, facts, seq`
 	resourceCols = `id, run_id, kind, name, instance, platform, state, data, created_at, updated_at, message`
 	eventCols    = `seq, run_id, time, type, node, message, data`
 	aliveStates  = `('intent', 'created', 'delete-failed')`
@@ -147,6 +149,7 @@ func (s *Store) prepare() error {
 				finally = excluded.finally, state = excluded.state, attempts = excluded.attempts,
 				started_at = excluded.started_at, ended_at = excluded.ended_at,
 				exit_code = excluded.exit_code, message = excluded.message, progress = excluded.progress`},
+		{&s.st.setNodeFact, `UPDATE nodes SET facts = json_set(facts, ?, ?) WHERE run_id = ? AND id = ?`},
 		{&s.st.node, `SELECT ` + nodeCols + ` FROM nodes WHERE run_id = ? AND id = ?`},
 		{&s.st.nodes, `SELECT ` + nodeCols + ` FROM nodes WHERE run_id = ? ORDER BY seq`},
 

@@ -178,6 +178,11 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		NodeID: n.ID, Step: n.Step, Instance: inst, With: t.With, JobID: n.JobID,
 		Attempt: t.Attempt, Log: t.Log, Progress: t.Progress, Release: t.Release,
 	}
+	req.Record = func(key, value string) {
+		if err := e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, key, value); err != nil && t.Log != nil {
+			fmt.Fprintf(t.Log, "could not record the %s in the state: %v\n", key, err)
+		}
+	}
 	if n.Cell != nil {
 		c := &steps.Cell{ID: n.Cell.ID, Index: n.Cell.Index}
 		for _, v := range n.Cell.Values {

@@ -162,6 +162,64 @@ Host 127.0.0.1
 
 var errPortTaken = errors.New("port already in use")
 
+// sandboxScript is sshd's ForceCommand: a session whose client sent
+// TF_SANDBOX (an alias made by AddSandbox) gets that directory as its HOME
+// and working directory, so several "hosts" on one server keep apart files
+// the way separate machines would. Without it the command runs as sshd
+// would run it.
+const sandboxScript = `#!/bin/sh
+if [ -n "$TF_SANDBOX" ]; then
+	HOME=$TF_SANDBOX; export HOME
+	cd "$HOME" || exit 1
+fi
+unset TF_SANDBOX
+if [ -z "${SSH_ORIGINAL_COMMAND+set}" ]; then exec "${SHELL:-/bin/sh}" -l; fi
+exec "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"
+`
+
+// AddSandbox makes alias a Host of its own in ConfigFile: the same server,
+// but every session through it runs with HOME and working directory set to
+// a private directory, which it returns (created 0700). It stands for a
+// separate machine in tests of several instances.
+func (s *Server) AddSandbox(alias string) (string, error) {
+	home := filepath.Join(s.Dir, "sandboxes", alias)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(s.ConfigFile, os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.WriteString("\n" + s.HostEntry(alias, home)); err != nil {
+		return "", err
+	}
+	return home, nil
+}
+
+// HostEntry returns an ssh_config Host block named alias that reaches the
+// server with its key and runs every session in home (see AddSandbox; an
+// empty home is the user's own). A fake brev writes these into
+// ~/.brev/ssh_config.
+func (s *Server) HostEntry(alias, home string) string {
+	e := fmt.Sprintf(`Host %s
+	HostName 127.0.0.1
+	Port %d
+	User %s
+	IdentityFile %s
+	IdentitiesOnly yes
+	PreferredAuthentications publickey
+	StrictHostKeyChecking no
+	UserKnownHostsFile /dev/null
+	GlobalKnownHostsFile /dev/null
+	LogLevel ERROR
+`, alias, s.Port, s.User, s.KeyFile)
+	if home != "" {
+		e += fmt.Sprintf("\tSetEnv TF_SANDBOX=%s\n", home)
+	}
+	return e
+}
+
 // start writes sshd_config for port and runs sshd until it listens.
 func (s *Server) start(port int, hostKey, authKeys string) error {
 	cfg := filepath.Join(s.Dir, "sshd_config")
@@ -179,8 +237,13 @@ UsePAM no
 MaxSessions 10
 LogLevel VERBOSE
 Subsystem sftp internal-sftp
-`, port, hostKey, filepath.Join(s.Dir, "sshd.pid"), authKeys)
+AcceptEnv TF_SANDBOX
+ForceCommand %s
+`, port, hostKey, filepath.Join(s.Dir, "sshd.pid"), authKeys, filepath.Join(s.Dir, "sandbox.sh"))
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, "sandbox.sh"), []byte(sandboxScript), 0o700); err != nil {
 		return err
 	}
 	// The log is appended to; start each attempt from an empty one so the
