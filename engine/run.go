@@ -469,14 +469,21 @@ func (r *runner) finish(nr *nodeRun, st NodeState, msg string, code *int) {
 // for one node to end, and settles nodes that never will run.
 func (r *runner) schedule() {
 	for {
+		// A node settled in this pass (skipped, failed to start) may be what
+		// a node scanned before it waits for without being parked on it (a
+		// cell waiting for an instance's upstream): then scan again.
+		settledAny := false
 		kept := r.pending[:0]
 		for _, nr := range r.pending {
 			if r.canceled && !nr.finally {
 				r.finish(nr, Canceled, "not started: "+causeText(context.Cause(r.stepsCtx)), nil)
+				settledAny = true
 				continue
 			}
 			res, on := r.tryStart(nr)
 			switch {
+			case res == settled:
+				settledAny = true
 			case res != waiting:
 			case on != nil:
 				r.parked[on] = append(r.parked[on], nr)
@@ -486,7 +493,7 @@ func (r *runner) schedule() {
 		}
 		clear(r.pending[len(kept):])
 		r.pending = kept
-		if len(r.ready) == 0 {
+		if len(r.ready) == 0 && !settledAny {
 			return
 		}
 		r.pending = append(r.pending, r.ready...)

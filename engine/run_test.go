@@ -289,6 +289,51 @@ func TestSkipOnFailure(t *testing.T) {
 	}
 }
 
+// TestSkipChainReachesCells: a per-instance failure skips the next
+// per-instance node within one scheduling pass; the cells that need it are
+// skipped too (not left waiting for an event that never comes), and the
+// finalizer still runs. This is auth failing before pull and train.
+func TestSkipChainReachesCells(t *testing.T) {
+	g := mustPlan(t, `taoflow: 1
+name: chain
+instances: {gpu: {slots: 2}}
+steps:
+  - {id: auth, uses: preflight}
+  - {id: pull, uses: pull, needs: [auth], with: {image: img}}
+  - id: train
+    uses: run
+    needs: [pull]
+    matrix: {lr: [1, 2]}
+    with: {command: "true"}
+  - {id: wait, uses: wait, needs: [train], matrix: inherit}
+finally:
+  - {id: teardown, uses: delete}
+`)
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.Step.ID == "auth" {
+			return errors.New("401 Unauthorized")
+		}
+		return nil
+	})
+	s := run(t, g, f)
+	want := map[string]engine.NodeState{
+		"auth@gpu":     engine.Failed,
+		"pull@gpu":     engine.Skipped,
+		"train[lr=1]":  engine.Skipped,
+		"train[lr=2]":  engine.Skipped,
+		"wait[lr=1]":   engine.Skipped,
+		"teardown@gpu": engine.Succeeded,
+	}
+	for id, st := range want {
+		if s.States[id] != st {
+			t.Errorf("%s = %s, want %s (%s)", id, s.States[id], st, s.Messages[id])
+		}
+	}
+	if msg := s.Messages["train[lr=1]"]; !strings.Contains(msg, "upstream pull@gpu skipped") {
+		t.Errorf("skip message of a cell = %q", msg)
+	}
+}
+
 func TestRetries(t *testing.T) {
 	src := `
 taoflow: 1

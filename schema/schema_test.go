@@ -605,10 +605,12 @@ func TestValidate(t *testing.T) {
 		"preflight with every setting": {
 			doc: stepPlan(`{"id": "s", "uses": "preflight", "with": {"interval": "5s", "ready_timeout": "${{ vars.ready }}", "gpus": 8, "docker": true}}`),
 		},
-		"preflight without with": {doc: stepPlan(`{"id": "s", "uses": "preflight"}`)},
-		"preflight zero gpus": {
-			doc:  stepPlan(`{"id": "s", "uses": "preflight", "with": {"gpus": 0}}`),
-			want: []string{"#/steps/0/with/gpus minimum"},
+		"preflight without with":    {doc: stepPlan(`{"id": "s", "uses": "preflight"}`)},
+		"preflight zero gpus":       {doc: stepPlan(`{"id": "s", "uses": "preflight", "with": {"gpus": 0}}`)},
+		"preflight gpus expression": {doc: stepPlan(`{"id": "s", "uses": "preflight", "with": {"gpus": "${{ vars.gpus }}"}}`)},
+		"preflight negative gpus": {
+			doc:  stepPlan(`{"id": "s", "uses": "preflight", "with": {"gpus": -1}}`),
+			want: []string{"#/steps/0/with/gpus minimum", "#/steps/0/with/gpus type"},
 		},
 		"preflight interval not a duration": {
 			doc:  stepPlan(`{"id": "s", "uses": "preflight", "with": {"interval": "soon"}}`),

@@ -19,7 +19,11 @@ import (
 // Labels every container taoflow launches carries (DESIGN §4).
 const (
 	labelJob = "tao-job"     // the job id, which is also the container name
-	labelRun = "taoflow.run" // the run id: what Cleanup removes
+	labelRun = "taoflow.run" // the run id: what reap looks for
+	// labelInstance is the plan's instance name. With labelRun it is what
+	// Cleanup removes: local sandboxes share one Docker engine, and tearing
+	// one down early must not stop the others' jobs.
+	labelInstance = "taoflow.instance"
 )
 
 // Exit codes of the container scripts (besides exitNoSecret and docker's
@@ -189,6 +193,9 @@ func (d *docker) runArgs(spec jobSpec) string {
 	q := plan.ShellQuote
 	var b strings.Builder
 	fmt.Fprintf(&b, "-d --name %s --label %s --label %s", q(spec.ID), q(labelJob+"="+spec.ID), q(labelRun+"="+d.s.cfg.RunID))
+	if spec.Instance != "" {
+		fmt.Fprintf(&b, " --label %s", q(labelInstance+"="+spec.Instance))
+	}
 	switch {
 	case spec.GPUs == "" || spec.GPUs == "0":
 	case strings.Contains(spec.GPUs, ","):
@@ -650,11 +657,11 @@ func (d *docker) remove(ctx context.Context, inst platform.Instance, ids []strin
 }
 
 // cleanupScript stops and removes every container labelled
-// taoflow.run=<run> (exactly that value), marking those that ran as
-// canceled. An instance without docker has none.
-func (d *docker) cleanupScript() string {
+// taoflow.run=<run> and taoflow.instance=<instance> (exactly those values),
+// marking those that ran as canceled. An instance without docker has none.
+func (d *docker) cleanupScript(instance string) string {
 	return fmt.Sprintf(`command -v docker >/dev/null 2>&1 || exit 0
-all=$(docker ps -a --filter label=%[1]s --format '{{.Names}} {{.State}}') || { echo 'cannot list the containers (is the docker daemon running?)' >&2; exit %[2]d; }
+all=$(docker ps -a --filter label=%[1]s --filter label=%[5]s --format '{{.Names}} {{.State}}') || { echo 'cannot list the containers (is the docker daemon running?)' >&2; exit %[2]d; }
 live= names=
 while read -r n st; do
 	case $n in ''|*[!a-zA-Z0-9_.-]*) continue;; esac
@@ -673,11 +680,11 @@ fi
 [ -z "$names" ] && exit 0
 docker rm -f -v $names > /dev/null || exit 1
 echo "removed container(s)$names"
-`, plan.ShellQuote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, plan.ShellQuote(jobsDir), d.stopSeconds())
+`, plan.ShellQuote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, plan.ShellQuote(jobsDir), d.stopSeconds(), plan.ShellQuote(labelInstance+"="+instance))
 }
 
 func (d *docker) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
-	return d.run(ctx, inst, d.cleanupScript(), "removing this run's containers")
+	return d.run(ctx, inst, d.cleanupScript(inst.Name), "removing this run's containers")
 }
 
 // run runs a stop or remove script and returns its output lines.

@@ -510,6 +510,14 @@ func TestContainerCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = testrig.Docker(t, "rm", "-f", other) })
+	// The same run's container on another instance (local sandboxes share
+	// one engine): tearing this instance down must not stop it.
+	sibling := testrig.UniqueName(t)
+	if _, err := testrig.Docker(t, "run", "-d", "--name", sibling, "--label", labelRun+"="+e.run,
+		"--label", labelInstance+"=elsewhere", image, "-hang"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = testrig.Docker(t, "rm", "-f", sibling) })
 	running, ended := e.job("train"), e.job("done")
 	e.runContainer(t, running, "image", image, "command", "-epochs 1 -sleep 1ms -hang")
 	e.runContainer(t, ended, "image", image, "command", "-epochs 1 -sleep 1ms")
@@ -522,11 +530,14 @@ func TestContainerCleanup(t *testing.T) {
 	if err := e.steps.Cleanup(context.Background(), e.inst); err != nil {
 		t.Fatal(err)
 	}
-	if got := containers(t, labelRun+"="+e.run); len(got) != 0 {
-		t.Errorf("containers of the run left: %q", got)
+	if got := containers(t, labelInstance+"="+e.inst.Name); len(got) != 0 {
+		t.Errorf("containers of the run left on %s: %q", e.inst.Name, got)
 	}
 	if !exists(t, other) {
 		t.Errorf("Cleanup removed another run's container")
+	}
+	if !exists(t, sibling) {
+		t.Errorf("Cleanup removed the run's container on another instance")
 	}
 	if groupAlive(t, pid) {
 		t.Errorf("Cleanup left the host process running")

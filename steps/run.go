@@ -29,17 +29,18 @@ func (s *Steps) run(ctx context.Context, req Request) error {
 		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("job id %q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", req.JobID)}
 	}
 	spec := jobSpec{
-		ID:      req.JobID,
-		Command: withString(req.With, "command"),
-		Workdir: withString(req.With, "workdir"),
-		Env:     withList(req.With, "env"),
-		Image:   image,
-		GPUs:    withString(req.With, "gpus"),
-		Volumes: withList(req.With, "volumes"),
-		IPC:     withString(req.With, "ipc"),
-		ShmSize: withString(req.With, "shm_size"),
-		Memory:  withString(req.With, "memory"),
-		User:    withString(req.With, "user"),
+		ID:       req.JobID,
+		Instance: req.Instance.Name,
+		Command:  withString(req.With, "command"),
+		Workdir:  withString(req.With, "workdir"),
+		Env:      withList(req.With, "env"),
+		Image:    image,
+		GPUs:     withString(req.With, "gpus"),
+		Volumes:  withList(req.With, "volumes"),
+		IPC:      withString(req.With, "ipc"),
+		ShmSize:  withString(req.With, "shm_size"),
+		Memory:   withString(req.With, "memory"),
+		User:     withString(req.With, "user"),
 	}
 	noun := "job"
 	if image == "" {

@@ -37,8 +37,9 @@ type remover interface {
 
 // jobSpec is a job to submit.
 type jobSpec struct {
-	ID      string
-	Command string
+	ID       string
+	Instance string // the plan's instance name (a label of its container)
+	Command  string
 	// Workdir is the working directory: on the instance for a process
 	// ("" is $HOME; may start with ~/), in the container for an image.
 	Workdir string

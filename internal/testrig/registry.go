@@ -37,6 +37,13 @@ type Registry struct {
 // until /v2/ answers 401. It is stopped by t.Cleanup.
 func StartRegistry(t testing.TB) *Registry {
 	t.Helper()
+	return StartRegistryUser(t, "taoflow")
+}
+
+// StartRegistryUser is StartRegistry with the account named user; "$oauthtoken"
+// makes it take logins the way nvcr.io takes an NGC API key.
+func StartRegistryUser(t testing.TB, user string) *Registry {
+	t.Helper()
 	bin := tool(t, "docker-registry")
 	htpasswd := tool(t, "htpasswd")
 	tool(t, "docker")
@@ -44,7 +51,7 @@ func StartRegistry(t testing.TB) *Registry {
 
 	dir := t.TempDir()
 	r := &Registry{
-		User:         "taoflow",
+		User:         user,
 		Password:     "fake-registry-password-" + randomHex(t, 8),
 		DockerConfig: filepath.Join(dir, "docker-config"),
 	}

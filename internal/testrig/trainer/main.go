@@ -157,6 +157,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return parseTAO(args)
+	}
 	var cfg config
 	fs := flag.NewFlagSet("trainer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -191,6 +194,56 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.epochs < 0 || cfg.oomMB < 0 {
 		return cfg, fmt.Errorf("-epochs and -oom-mb must not be negative")
+	}
+	return cfg, nil
+}
+
+// parseTAO reads a TAO Toolkit command line, as an example plan writes it:
+//
+//	visual_changenet train -e /data/spec.yaml results_dir=/results/x train.num_epochs=3 train.optim.lr=0.01
+//
+// results_dir and train.num_epochs set the results directory and epochs;
+// trainer.sleep, trainer.fail_code, trainer.fail_at and trainer.oom_mb are
+// the test knobs of the flag form; other overrides are accepted and
+// ignored, as a spec file's keys would be. -e names a spec file, which
+// need not exist.
+func parseTAO(args []string) (config, error) {
+	cfg := config{epochs: 2, sleep: 100 * time.Millisecond, results: "/results", failAt: -1}
+	if len(args) < 2 || args[1] != "train" {
+		return cfg, fmt.Errorf("usage: MODEL train [-e SPEC] [key=value...], got %q", args)
+	}
+	rest := args[2:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "-e" || a == "--experiment_spec_file" {
+			i++ // the spec file: its keys come as overrides here
+			continue
+		}
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			return cfg, fmt.Errorf("unexpected argument %q (want key=value)", a)
+		}
+		var err error
+		switch k {
+		case "results_dir":
+			cfg.results = v
+		case "train.num_epochs":
+			cfg.epochs, err = strconv.Atoi(v)
+		case "trainer.sleep":
+			cfg.sleep, err = time.ParseDuration(v)
+		case "trainer.fail_code":
+			cfg.failCode, err = strconv.Atoi(v)
+		case "trainer.fail_at":
+			cfg.failAt, err = strconv.Atoi(v)
+		case "trainer.oom_mb":
+			cfg.oomMB, err = strconv.Atoi(v)
+		}
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %w", a, err)
+		}
+	}
+	if cfg.epochs < 0 || cfg.oomMB < 0 {
+		return cfg, fmt.Errorf("train.num_epochs and trainer.oom_mb must not be negative")
 	}
 	return cfg, nil
 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/taoflow/taoflow/internal/testrig"
+	"github.com/taoflow/taoflow/state"
+)
+
+// TestDockerScripts runs the scripts in testdata/docker against real
+// components: the Docker engine, a registry with htpasswd auth holding the
+// fake TAO trainer image, and an S3 gateway with the AWS CLI. The scripts
+// apply the example plan examples/plans/changenet-local-docker.yaml as a
+// user would, with --var pointing it at them.
+func TestDockerScripts(t *testing.T) {
+	reg := testrig.StartRegistryUser(t, "$oauthtoken")
+	image := reg.Push(t, testrig.BuildTrainerImage(t, ""))
+	// Drop the local copy so that the first pull is a real one (from the
+	// registry, with the login the plan did).
+	if _, err := testrig.Docker(t, "rmi", image); err != nil {
+		t.Fatal(err)
+	}
+	s3 := testrig.StartS3(t)
+	bucket := testrig.UniqueName(t)
+	s3.CreateBucket(t, bucket)
+
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/docker",
+		Setup: func(env *testscript.Env) error {
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			env.Setenv("EXAMPLES", wd+"/../../examples/plans")
+			env.Setenv("IMAGE", image)
+			env.Setenv("REGISTRY", reg.Addr)
+			env.Setenv("NGC_KEY", reg.Password)
+			env.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+			env.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+			env.Setenv("S3_ENDPOINT", s3.Endpoint)
+			env.Setenv("BUCKET", bucket)
+			// Each script writes under a prefix of its own.
+			env.Setenv("PREFIX", filepath.Base(env.WorkDir))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile": cmdWaitFile,
+			"noargv":   cmdNoArgv,
+			"s3ls": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 || neg {
+					ts.Fatalf("usage: s3ls prefix")
+				}
+				objects := s3.List(t, bucket, args[0])
+				keys := make([]string, 0, len(objects))
+				for k := range objects {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				for _, k := range keys {
+					fmt.Fprintf(ts.Stdout(), "%s %d\n", k, objects[k])
+				}
+			},
+			"s3cat": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 || neg {
+					ts.Fatalf("usage: s3cat prefix name")
+				}
+				for k := range s3.List(t, bucket, args[0]) {
+					if filepath.Base(k) == args[1] {
+						out, err := s3.AWS(t, "s3", "cp", "s3://"+bucket+"/"+k, "-")
+						ts.Check(err)
+						fmt.Fprint(ts.Stdout(), out)
+						return
+					}
+				}
+				ts.Fatalf("no object named %s under %s", args[1], args[0])
+			},
+			"leftovers": func(ts *testscript.TestScript, neg bool, args []string) { cmdLeftovers(t, ts, neg, args) },
+		},
+	})
+}
+
+// leftovers: fail if a container of any run in the script's state still
+// exists (whatever its state).
+func cmdLeftovers(t testing.TB, ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: leftovers")
+	}
+	st, err := state.OpenReadOnly(ts.MkAbs(".taoflow"))
+	ts.Check(err)
+	defer st.Close()
+	runs, err := st.Runs(context.Background())
+	ts.Check(err)
+	if len(runs) == 0 {
+		ts.Fatalf("no runs in the state")
+	}
+	for _, r := range runs {
+		out, err := testrig.Docker(t, "ps", "-a", "--filter", "label=taoflow.run="+r.ID, "--format", "{{.Names}} {{.State}}")
+		ts.Check(err)
+		if strings.TrimSpace(out) != "" {
+			ts.Fatalf("containers of run %s left behind:\n%s", r.ID, out)
+		}
+	}
+}
