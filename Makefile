@@ -16,7 +16,7 @@ PKGS      := ./...
 # What the tests run for real: an OpenSSH server, a Docker registry with
 # htpasswd auth, the AWS CLI and an S3 gateway (versitygw). The Docker Engine
 # itself must already be running.
-DEB_DEPS  := openssh-server openssh-client docker-registry awscli apache2-utils
+DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils
 VERSITYGW := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
 all: build

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,9 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/taoflow/taoflow/engine"
-	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
-	"github.com/taoflow/taoflow/platform/local"
 	"github.com/taoflow/taoflow/secret"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
@@ -99,9 +96,15 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	errOut := secret.NewWriter(sio.err, red)
 	defer errOut.Close()
 
-	pf, err := newPlatform(p, g.stateDir)
+	runID := newRunID(p.Name)
+	pf, err := newPlatform(p, runID, g.stateDir)
 	if err != nil {
-		return usageError(err)
+		return usageError(fmt.Errorf("%s: %w", p.File, err))
+	}
+	if c, ok := pf.(platform.Closer); ok {
+		// Masters and connections go when the run ends, not before: an
+		// instance released early does not close the others'.
+		defer func() { _ = c.Close() }()
 	}
 	store, err := state.Open(g.stateDir, state.WithRedactor(red.Redact))
 	if err != nil {
@@ -109,7 +112,6 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	}
 	defer store.Close()
 
-	runID := newRunID(p.Name)
 	graph, err := engine.Expand(p, engine.Options{RunID: runID})
 	if err != nil {
 		return usageError(err)
@@ -277,19 +279,6 @@ func handleSignals(w io.Writer, runID string, cancel context.CancelCauseFunc, st
 			close(done)
 		})
 	}
-}
-
-// newPlatform builds the plan's platform.
-func newPlatform(p *plan.Plan, stateDir string) (platform.Platform, error) {
-	switch p.Platform.Kind {
-	case plan.PlatformLocal:
-		root, err := filepath.Abs(filepath.Join(stateDir, "sandboxes"))
-		if err != nil {
-			return nil, err
-		}
-		return local.New(root), nil
-	}
-	return nil, fmt.Errorf("%s: the %s platform is not in this build yet (local is)", p.File, p.Platform.Kind)
 }
 
 // newRunID makes a run id: the plan name, the time, and 4 random hex digits.

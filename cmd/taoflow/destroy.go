@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/taoflow/taoflow/platform"
-	"github.com/taoflow/taoflow/platform/local"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -175,7 +173,13 @@ func destroyRun(ctx context.Context, w io.Writer, g *globals, store *state.Store
 func platformFor(g *globals, resources []state.Resource) (platform.Platform, platform.Instance, error) {
 	inst := platform.Instance{Created: true}
 	kind := ""
+	data := map[string]string{}
 	for _, res := range resources {
+		for k, v := range res.Data {
+			if strings.HasPrefix(k, "pf.") {
+				data[k] = v
+			}
+		}
 		inst.Name = res.Instance
 		if ref := res.Data["ref"]; ref != "" {
 			inst.Ref = ref
@@ -187,15 +191,11 @@ func platformFor(g *globals, resources []state.Resource) (platform.Platform, pla
 			kind = res.Platform
 		}
 	}
-	switch kind {
-	case "local":
-		root, err := filepath.Abs(filepath.Join(g.stateDir, "sandboxes"))
-		if err != nil {
-			return nil, inst, err
-		}
-		return local.New(root), inst, nil
+	pf, err := buildPlatform(kind, data, "destroy", g.stateDir)
+	if err != nil {
+		return nil, inst, fmt.Errorf("resources on the %q platform: %w", kind, err)
 	}
-	return nil, inst, fmt.Errorf("resources on the %q platform can't be destroyed by this build", kind)
+	return pf, inst, nil
 }
 
 func newCancelCmd(sio stdio, g *globals) *cobra.Command {

@@ -64,7 +64,8 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		in.mu.Unlock()
 		return nil
 	}
-	id, err := in.store.RecordIntent(ctx, state.Resource{RunID: in.run, Kind: state.KindInstance, Name: name, Instance: name, Platform: in.platform.Kind()})
+	id, err := in.store.RecordIntent(ctx, state.Resource{RunID: in.run, Kind: state.KindInstance, Name: name, Instance: name,
+		Platform: in.platform.Kind(), Data: platformData(in.plan)})
 	if err != nil {
 		return fmt.Errorf("recording instance %s before creating it: %w", name, err)
 	}
@@ -104,9 +105,6 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		}
 	}
 	if !owned {
-		if c, ok := in.platform.(platform.Closer); ok && in.platform.Kind() != plan.PlatformLocal {
-			_ = c.Close()
-		}
 		return nil
 	}
 	if !ok {
@@ -205,8 +203,10 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		req.Jobs = append(req.Jobs, job)
 	}
 	if n.Step.Uses == plan.KindRun {
+		data := platformData(e.insts.plan)
+		data["instance_ref"] = inst.Ref
 		id, err := e.store.RecordIntent(ctx, state.Resource{RunID: e.run, Kind: state.KindJob, Name: n.JobID, Instance: t.Instance,
-			Platform: e.insts.platform.Kind(), Data: map[string]string{"instance_ref": inst.Ref}})
+			Platform: e.insts.platform.Kind(), Data: data})
 		if err != nil {
 			return fmt.Errorf("recording job %s before launching it: %w", n.JobID, err)
 		}

@@ -18,9 +18,23 @@ func TestAddSandbox(t *testing.T) {
 		}
 		homes[alias] = home
 	}
+	// Multiplexed the way platform/ssh does it (one master per %C): each
+	// alias still gets its own master, so its own HOME.
+	ctl, err := os.MkdirTemp("", "tfsb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(ctl)
+	mux := []string{"-o", "ControlMaster=auto", "-o", "ControlPath=" + ctl + "/%C", "-o", "ControlPersist=30"}
+	defer func() {
+		for alias := range homes {
+			_ = exec.Command("ssh", append([]string{"-F", s.ConfigFile, "-O", "exit"}, append(mux, alias)...)...).Run()
+		}
+	}()
 	for alias, home := range homes {
-		out, err := exec.Command("ssh", "-F", s.ConfigFile, "-o", "BatchMode=yes", alias,
-			`echo "$HOME"; pwd; echo `+alias+` > ~/mark; echo "${TF_SANDBOX-unset}"`).CombinedOutput()
+		args := append([]string{"-F", s.ConfigFile, "-o", "BatchMode=yes"}, mux...)
+		out, err := exec.Command("ssh", append(args, alias,
+			`echo "$HOME"; pwd; echo `+alias+` > ~/mark; echo "${TF_SANDBOX-unset}"`)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("ssh %s: %v\n%s", alias, err, out)
 		}

@@ -2,6 +2,8 @@ package sshtest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -73,6 +75,9 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	if _, err := os.Stat(SSHD); err != nil {
 		t.Fatalf("sshtest: %s not found (%v): install openssh-server (make deps)", SSHD, err)
+	}
+	if _, err := exec.LookPath("nc"); err != nil {
+		t.Fatalf("sshtest: nc not found: install netcat-openbsd (make deps); sandbox aliases connect through it")
 	}
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
 		t.Fatalf("sshtest: ssh-keygen not found: install openssh-client (make deps)")
@@ -201,9 +206,21 @@ func (s *Server) AddSandbox(alias string) (string, error) {
 // server with its key and runs every session in home (see AddSandbox; an
 // empty home is the user's own). A fake brev writes these into
 // ~/.brev/ssh_config.
+//
+// With a home, the entry connects through `nc 127.0.0.1 PORT` (Debian's
+// netcat-openbsd) under a host name made from home: ssh names its control
+// socket after the host, port and user (%C), so without this every sandbox
+// of the server would share one master connection — and the environment,
+// hence the HOME, of the session that started it.
 func (s *Server) HostEntry(alias, home string) string {
+	hostName, proxy := "127.0.0.1", ""
+	if home != "" {
+		sum := sha256.Sum256([]byte(home))
+		hostName = "sandbox-" + hex.EncodeToString(sum[:6])
+		proxy = fmt.Sprintf("\tProxyCommand nc 127.0.0.1 %d\n", s.Port)
+	}
 	e := fmt.Sprintf(`Host %s
-	HostName 127.0.0.1
+	HostName %s
 	Port %d
 	User %s
 	IdentityFile %s
@@ -213,9 +230,9 @@ func (s *Server) HostEntry(alias, home string) string {
 	UserKnownHostsFile /dev/null
 	GlobalKnownHostsFile /dev/null
 	LogLevel ERROR
-`, alias, s.Port, s.User, s.KeyFile)
+`, alias, hostName, s.Port, s.User, s.KeyFile)
 	if home != "" {
-		e += fmt.Sprintf("\tSetEnv TF_SANDBOX=%s\n", home)
+		e += proxy + fmt.Sprintf("\tSetEnv TF_SANDBOX=%s\n", home)
 	}
 	return e
 }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/local"
+	"github.com/taoflow/taoflow/platform/ssh"
+)
+
+// Keys of the platform settings recorded with every resource, so that
+// destroy and cancel can reach the resource again without the plan file.
+const (
+	dataSSHConfig      = "pf.ssh_config"
+	dataConnectTimeout = "pf.connect_timeout"
+	dataMaxSessions    = "pf.max_sessions"
+	dataBinary         = "pf.binary"
+	dataTransport      = "pf.transport"
+)
+
+// platformData returns the plan's platform settings as resource data. A
+// relative ssh_config is resolved against the plan file's directory (a
+// checked-in plan names a file beside it) and ~/ against the home
+// directory.
+func platformData(p *plan.Plan) map[string]string {
+	pl := p.Platform
+	d := map[string]string{}
+	if pl.SSHConfig != "" {
+		d[dataSSHConfig] = resolvePath(pl.SSHConfig, filepath.Dir(p.File))
+	}
+	if pl.ConnectTimeout > 0 {
+		d[dataConnectTimeout] = pl.ConnectTimeout.String()
+	}
+	if pl.MaxSessions > 0 {
+		d[dataMaxSessions] = strconv.Itoa(pl.MaxSessions)
+	}
+	if pl.Binary != "" {
+		d[dataBinary] = resolveBinary(pl.Binary, filepath.Dir(p.File))
+	}
+	if pl.Transport != "" {
+		d[dataTransport] = pl.Transport
+	}
+	return d
+}
+
+// resolvePath makes path absolute: ~/ is the home directory, a relative
+// path is relative to base.
+func resolvePath(path, base string) string {
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	if !filepath.IsAbs(path) {
+		if abs, err := filepath.Abs(filepath.Join(base, path)); err == nil {
+			return abs
+		}
+	}
+	return path
+}
+
+// resolveBinary is resolvePath for a program: a bare name is looked up in
+// PATH when it runs, so it is kept as it is.
+func resolveBinary(bin, base string) string {
+	if !strings.ContainsRune(bin, '/') {
+		return bin
+	}
+	return resolvePath(bin, base)
+}
+
+// newPlatform builds the platform of a plan for run.
+func newPlatform(p *plan.Plan, run, stateDir string) (platform.Platform, error) {
+	return buildPlatform(p.Platform.Kind, platformData(p), run, stateDir)
+}
+
+// buildPlatform builds a platform of kind from its recorded settings.
+func buildPlatform(kind string, data map[string]string, run, stateDir string) (platform.Platform, error) {
+	switch kind {
+	case plan.PlatformLocal:
+		root, err := filepath.Abs(filepath.Join(stateDir, "sandboxes"))
+		if err != nil {
+			return nil, err
+		}
+		return local.New(root), nil
+	case plan.PlatformSSH:
+		return ssh.New(sshConfig(data, run)), nil
+	}
+	return nil, fmt.Errorf("the %s platform is not in this build yet (local and ssh are)", kind)
+}
+
+// sshConfig is the ssh client configuration recorded in data.
+func sshConfig(data map[string]string, run string) ssh.Config {
+	cfg := ssh.Config{Run: run, ConfigFile: data[dataSSHConfig]}
+	if d, err := time.ParseDuration(data[dataConnectTimeout]); err == nil {
+		cfg.ConnectTimeout = d
+	}
+	if n, err := strconv.Atoi(data[dataMaxSessions]); err == nil {
+		cfg.MaxSessions = n
+	}
+	return cfg
+}

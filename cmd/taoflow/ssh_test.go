@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/taoflow/taoflow/platform/ssh/sshtest"
+)
+
+// TestSSHScripts runs the scripts in testdata/ssh against a real OpenSSH
+// server on 127.0.0.1 that stands for two hosts, box-a and box-b: each
+// alias's sessions run in a sandbox directory of its own as HOME. Every
+// script gets the client config as ssh_config in its work directory, for
+// plans to name in platform.ssh_config.
+func TestSSHScripts(t *testing.T) {
+	srv := sshtest.Start(t)
+	homes := map[string]string{}
+	for _, alias := range []string{"box-a", "box-b"} {
+		home, err := srv.AddSandbox(alias)
+		if err != nil {
+			t.Fatal(err)
+		}
+		homes[alias] = home
+	}
+	config, err := os.ReadFile(srv.ConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/ssh",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("HOME_A", homes["box-a"])
+			env.Setenv("HOME_B", homes["box-b"])
+			return os.WriteFile(filepath.Join(env.WorkDir, "ssh_config"), config, 0o600)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile": cmdWaitFile,
+			"noargv":   cmdNoArgv,
+			"procs":    cmdProcs,
+		},
+	})
+}
