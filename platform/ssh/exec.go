@@ -39,8 +39,9 @@ const killTimeout = 5 * time.Second
 //
 // The result's exit code is the script's, 128+N when a signal killed it. A
 // failure of ssh itself before the script started (connection refused,
-// timeout, authentication) is an *platform.ExecError with Transient set and
-// the Result of ssh's exit status, 255; the script did not run. A connection
+// timeout, authentication) is an *platform.ExecError with Transient set;
+// the script did not run. With an error the Result's ExitCode is -1, as
+// platform.Result says (ssh's own status is in the error). A connection
 // lost while the script ran is an ExecError without Transient: the script
 // may have run, in part or whole.
 //
@@ -77,7 +78,7 @@ func (s *SSH) Exec(ctx context.Context, inst platform.Instance, script string, s
 		if err := s.connect(ctx, inst.Name, h); err != nil {
 			var ee *platform.ExecError
 			if errors.As(err, &ee) && ee.Transient {
-				return platform.Result{ExitCode: 255}, err // ssh's own failure
+				return fail, err // ssh's own failure: the script did not run
 			}
 			return fail, err
 		}
@@ -147,19 +148,19 @@ func (s *SSH) Exec(ctx context.Context, inst platform.Instance, script string, s
 		}
 		return res, nil
 	}
-	res.ExitCode = exitCode(cmd.ProcessState)
+	sshCode := exitCode(cmd.ProcessState)
 	switch {
-	case !stderr.hasStarted() && res.ExitCode == 255:
+	case !stderr.hasStarted() && sshCode == 255:
 		return res, &platform.ExecError{Instance: inst.Name, Transient: true,
 			Err: fmt.Errorf("ssh %s: %s", h.dest.host, lastLine(res.Stderr, "exit status 255"))}
 	case !stderr.hasStarted():
 		return res, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf(
 			"ssh %s: the remote shell exited %d without starting the command (is the login shell a POSIX shell?): %s",
-			h.dest.host, res.ExitCode, lastLine(res.Stderr, "no message"))}
+			h.dest.host, sshCode, lastLine(res.Stderr, "no message"))}
 	default:
 		return res, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf(
 			"ssh %s: the connection ended (ssh exit %d) before the command reported its exit status; it may have run in part, or still run",
-			h.dest.host, res.ExitCode)}
+			h.dest.host, sshCode)}
 	}
 }
 

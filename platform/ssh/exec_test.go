@@ -576,8 +576,8 @@ func TestExecConnectFailure(t *testing.T) {
 			if strings.Contains(err.Error(), "never-runs") {
 				t.Errorf("error %q holds the script", err)
 			}
-			if res.ExitCode != 255 {
-				t.Errorf("exit code %d, want ssh's 255", res.ExitCode)
+			if res.ExitCode != -1 {
+				t.Errorf("exit code %d, want -1 (no exit code: the script did not run)", res.ExitCode)
 			}
 		})
 	}
