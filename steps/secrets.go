@@ -18,9 +18,19 @@ import (
 // here or on the instance. A name that is not resolved in Config.Secrets is
 // an error naming it (never showing a value). No names give an empty prelude
 // and a nil stdin.
+//
+// Names the plan lists under platform.instance_env are already in the
+// instance's environment (Brev secrets): they are neither read nor sent,
+// which is what lets a step with secrets run over `brev exec`, which has no
+// stdin.
 func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err error) {
 	var b strings.Builder
 	seen := map[string]bool{}
+	if s.cfg.Plan != nil {
+		for _, n := range s.cfg.Plan.Platform.InstanceEnv {
+			seen[n.Name] = true
+		}
+	}
 	for _, name := range names {
 		if seen[name] {
 			continue

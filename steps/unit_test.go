@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/taoflow/taoflow/plan"
 )
 
 func TestProgressLine(t *testing.T) {
@@ -102,6 +104,34 @@ func TestSecretEnv(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitNoSecret || len(out) != 0 {
 		t.Errorf("short stdin: %q, %v; want exit %d", out, err, exitNoSecret)
+	}
+}
+
+// TestSecretEnvInstanceEnv: a secret the plan says is in the instance's
+// environment (platform.instance_env) is neither read from stdin nor sent,
+// and needs no value here.
+func TestSecretEnvInstanceEnv(t *testing.T) {
+	p, diags := plan.Parse("p.yaml", []byte(`taoflow: 1
+name: p
+platform: {kind: brev, transport: exec, instance_env: [NGC_KEY]}
+secrets: [NGC_KEY, B]
+instances: {gpu: {create: {type: g5.xlarge}}}
+steps: [{id: pre, uses: preflight}]
+`), plan.Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	s := New(Config{Plan: p, Secrets: testSecrets(t, "B", "bee value")})
+	prelude, stdin, err := s.secretEnv([]string{"NGC_KEY", "B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prelude != "IFS= read -r B || exit 97; export B\n" || string(stdin) != "bee value\n" {
+		t.Errorf("got %q, %q; want only B read and sent", prelude, stdin)
+	}
+	prelude, stdin, err = s.secretEnv([]string{"NGC_KEY"})
+	if err != nil || prelude != "" || stdin != nil {
+		t.Errorf("only an instance_env secret: %q, %q, %v; want nothing to send", prelude, stdin, err)
 	}
 }
 
