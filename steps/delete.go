@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -68,4 +70,52 @@ func (s *Steps) delete(ctx context.Context, req Request) error {
 		return s.fail(ClassDeleteFailed, cerr, "jobs of this run may still run on %s (not created by this run, so not deleted): %v", inst.Name, cerr)
 	}
 	return nil
+}
+
+// Container is a container that a taoflow run labelled.
+type Container struct {
+	Name     string // the container name (the job id)
+	Run      string // its taoflow.run label
+	Instance string // its taoflow.instance label ("" before instances were labelled)
+	State    string // docker's state: running, exited, created, ...
+	Owner    string // its taoflow.owner label, HOST:PID ("" before owners were labelled)
+}
+
+// LabelledContainers lists every container on inst that carries a
+// taoflow.run label, whatever the run: what `taoflow reap` looks through.
+// An instance without docker has none.
+func (s *Steps) LabelledContainers(ctx context.Context, inst platform.Instance) ([]Container, error) {
+	script := fmt.Sprintf("command -v docker >/dev/null 2>&1 || exit 0\ndocker ps -a --filter label=%s --format %s\n",
+		labelRun, plan.ShellQuote(`{{.Names}} {{.State}} {{.Label "`+labelRun+`"}} owner={{.Label "`+labelOwner+`"}} instance={{.Label "`+labelInstance+`"}}`))
+	res, err := s.exec(ctx, inst, script, nil)
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("listing taoflow containers on %s: exit code %d: %s", inst.Name, res.ExitCode, s.redact.Redact(dockerError(res.Stderr)))
+	}
+	var out []Container
+	for _, l := range strings.Split(string(res.Stdout), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 5 {
+			continue
+		}
+		c := Container{Name: f[0], State: f[1], Run: f[2]}
+		c.Owner = strings.TrimPrefix(f[3], "owner=")
+		c.Instance = strings.TrimPrefix(f[4], "instance=")
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// RemoveContainers force-removes the named containers on inst and their
+// anonymous volumes; a container already gone is not an error.
+func (s *Steps) RemoveContainers(ctx context.Context, inst platform.Instance, names []string) error {
+	for _, n := range names {
+		if !jobIDRE.MatchString(n) {
+			return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("container name %q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", n)}
+		}
+	}
+	_, err := s.docker.(*docker).remove(ctx, inst, names)
+	return err
 }

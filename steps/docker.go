@@ -24,6 +24,8 @@ const (
 	// Cleanup removes: local sandboxes share one Docker engine, and tearing
 	// one down early must not stop the others' jobs.
 	labelInstance = "taoflow.instance"
+	// labelOwner is Config.Owner, HOST:PID of the process driving the run.
+	labelOwner = "taoflow.owner"
 )
 
 // Exit codes of the container scripts (besides exitNoSecret and docker's
@@ -196,6 +198,7 @@ func (d *docker) runArgs(spec jobSpec) string {
 	if spec.Instance != "" {
 		fmt.Fprintf(&b, " --label %s", q(labelInstance+"="+spec.Instance))
 	}
+	fmt.Fprintf(&b, " --label %s", q(labelOwner+"="+d.s.cfg.Owner))
 	switch {
 	case spec.GPUs == "" || spec.GPUs == "0":
 	case strings.Contains(spec.GPUs, ","):

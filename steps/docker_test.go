@@ -506,14 +506,17 @@ func TestContainerCleanup(t *testing.T) {
 	other := testrig.UniqueName(t)
 	testrig.NoLeftovers(t, labelRun+"="+other)
 	e := newDockerEnv(t, nil)
-	if _, err := testrig.Docker(t, "run", "-d", "--name", other, "--label", labelRun+"="+other, image, "-hang"); err != nil {
+	// Owned by this process, so a `taoflow reap` running meanwhile (the cmd
+	// tests) leaves them alone.
+	owner := "--label=" + labelOwner + "=" + e.steps.cfg.Owner
+	if _, err := testrig.Docker(t, "run", "-d", "--name", other, "--label", labelRun+"="+other, owner, image, "-hang"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = testrig.Docker(t, "rm", "-f", other) })
 	// The same run's container on another instance (local sandboxes share
 	// one engine): tearing this instance down must not stop it.
 	sibling := testrig.UniqueName(t)
-	if _, err := testrig.Docker(t, "run", "-d", "--name", sibling, "--label", labelRun+"="+e.run,
+	if _, err := testrig.Docker(t, "run", "-d", "--name", sibling, "--label", labelRun+"="+e.run, owner,
 		"--label", labelInstance+"=elsewhere", image, "-hang"); err != nil {
 		t.Fatal(err)
 	}

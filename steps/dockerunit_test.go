@@ -79,7 +79,7 @@ func TestArgvSplit(t *testing.T) {
 }
 
 func TestRunArgs(t *testing.T) {
-	s := New(Config{RunID: "r1"})
+	s := New(Config{RunID: "r1", Owner: "laptop:42"})
 	d := s.docker.(*docker)
 	tests := map[string]struct {
 		spec jobSpec
@@ -87,7 +87,7 @@ func TestRunArgs(t *testing.T) {
 	}{
 		"minimal": {
 			spec: jobSpec{ID: "tf-r1-t-a", Image: "img:1"},
-			want: `-d --name tf-r1-t-a --label tao-job=tf-r1-t-a --label taoflow.run=r1 img:1`,
+			want: `-d --name tf-r1-t-a --label tao-job=tf-r1-t-a --label taoflow.run=r1 --label taoflow.owner=laptop:42 img:1`,
 		},
 		"everything": {
 			spec: jobSpec{
@@ -96,16 +96,16 @@ func TestRunArgs(t *testing.T) {
 				Volumes: []string{"~/data:/data:ro", "~:/home", "/scratch:/s", "cache:/cache", "/anon"},
 				Env:     []string{"NGC_KEY", "HF_TOKEN", "NGC_KEY"}, Workdir: "/w s", IPC: "host", ShmSize: "16g", Memory: "64g", User: "1000:1000",
 			},
-			want: `-d --name tf-r1-t-c0 --label tao-job=tf-r1-t-c0 --label taoflow.run=r1 --label taoflow.instance=gpu0 --gpus '"device=0,1"'` +
+			want: `-d --name tf-r1-t-c0 --label tao-job=tf-r1-t-c0 --label taoflow.run=r1 --label taoflow.instance=gpu0 --label taoflow.owner=laptop:42 --gpus '"device=0,1"'` +
 				` -v "$HOME"/data:/data:ro -v "$HOME":/home -v /scratch:/s -v cache:/cache -v /anon` +
 				` -e NGC_KEY -e HF_TOKEN -w '/w s' --ipc host --shm-size 16g --memory 64g --user 1000:1000` +
 				` nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt visual_changenet train lr='0.1'`,
 		},
-		"gpus all":  {spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", GPUs: "all"}, want: `-d --name j --label tao-job=j --label taoflow.run=r1 --label taoflow.instance=gpu0 --gpus all i`},
-		"gpus none": {spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", GPUs: "0"}, want: `-d --name j --label tao-job=j --label taoflow.run=r1 --label taoflow.instance=gpu0 i`},
+		"gpus all":  {spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", GPUs: "all"}, want: `-d --name j --label tao-job=j --label taoflow.run=r1 --label taoflow.instance=gpu0 --label taoflow.owner=laptop:42 --gpus all i`},
+		"gpus none": {spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", GPUs: "0"}, want: `-d --name j --label tao-job=j --label taoflow.run=r1 --label taoflow.instance=gpu0 --label taoflow.owner=laptop:42 i`},
 		"odd volume": {
 			spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", Volumes: []string{"~/a b/$(x):/in"}},
-			want: `-d --name j --label tao-job=j --label taoflow.run=r1 --label taoflow.instance=gpu0 -v "$HOME"/'a b/$(x)':/in i`,
+			want: `-d --name j --label tao-job=j --label taoflow.run=r1 --label taoflow.instance=gpu0 --label taoflow.owner=laptop:42 -v "$HOME"/'a b/$(x)':/in i`,
 		},
 	}
 	for name, tt := range tests {

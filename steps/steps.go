@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,11 @@ type Config struct {
 	// PollInterval is wait's default when with.interval is absent
 	// (DefaultPollInterval when zero).
 	PollInterval time.Duration
+	// Owner says which process drives the run, "HOST:PID", for the
+	// taoflow.owner label of its containers: `taoflow reap` leaves the
+	// containers of a process still alive on its host. Default: this
+	// process.
+	Owner string
 }
 
 // Steps runs the step kinds of one run.
@@ -71,6 +77,10 @@ type Steps struct {
 func New(cfg Config) *Steps {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.Owner == "" {
+		host, _ := os.Hostname()
+		cfg.Owner = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 	s := &Steps{cfg: cfg, redact: cfg.Secrets.Redactor(), digests: map[string]map[string]string{}}
 	s.process = &process{s: s, termGrace: defaultTermGrace}
