@@ -189,6 +189,7 @@ func (c *checker) step(s *Step) {
 		if !slices.ContainsFunc(s.Needs, func(n Name) bool { t := c.steps[n.Name]; return t != nil && t.Uses == KindRun }) {
 			c.d.errorf(s.IDPos, "wait step %q must need a run step: it waits for the jobs that step launched", s.ID)
 		}
+		c.waitWhereRun(s)
 	}
 	for _, n := range c.stepSecrets(s) {
 		if !c.declared(n.Name) {
@@ -393,6 +394,48 @@ func (c *checker) template(v *Value, s *Step) {
 			c.d.errorf(pos, "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, run or instance)", r.NS, r)
 		}
 	}
+}
+
+// waitWhereRun checks that a per-instance wait step runs only on instances
+// where the run steps it needs launch jobs: a wait@i for a run that is not
+// on i would look for jobs i never had.
+func (c *checker) waitWhereRun(s *Step) {
+	if s.Matrix != nil {
+		return // cells are waited for where they were placed
+	}
+	on := c.instancesOf(s)
+	for _, n := range s.Needs {
+		t := c.steps[n.Name]
+		if t == nil || t.Uses != KindRun || t.Matrix != nil {
+			continue
+		}
+		runOn := c.instancesOf(t)
+		var extra []string
+		for _, i := range on {
+			if !slices.Contains(runOn, i) {
+				extra = append(extra, i)
+			}
+		}
+		if len(extra) > 0 && len(runOn) > 0 {
+			c.d.errorf(s.IDPos, "wait step %q runs on %s, where run step %q launches no job (it runs on %s): give it on: [%s]",
+				s.ID, strings.Join(extra, ", "), t.ID, strings.Join(runOn, ", "), strings.Join(runOn, ", "))
+		}
+	}
+}
+
+// instancesOf returns the names of the instances step s runs on.
+func (c *checker) instancesOf(s *Step) []string {
+	if s.On == nil || s.OnAll {
+		return c.p.InstanceNames()
+	}
+	var out []string
+	for _, n := range s.On {
+		if n.Name == "all" {
+			return c.p.InstanceNames()
+		}
+		out = append(out, n.Name)
+	}
+	return out
 }
 
 // runWithoutWait warns about run steps no wait step follows.

@@ -217,18 +217,40 @@ func (s *Steps) runtimeFor(image string) runtime {
 	return s.docker
 }
 
-// exec runs script on inst with the given stdin (nil is none). A cancelled
-// ctx is returned as its cause.
+// transientTries is how many times exec tries a script whose transport
+// failed before it ran (ssh's 255, brev's "could not connect"), waiting
+// transientBackoff, then twice that, and so on, in between. Such a script
+// did not run, so trying again cannot run it twice.
+const transientTries = 4
+
+var transientBackoff = time.Second
+
+// exec runs script on inst with the given stdin (nil is none). A transient
+// transport failure is tried again (see transientTries); a cancelled ctx
+// is returned as its cause.
 func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string, stdin []byte) (platform.Result, error) {
-	var in io.Reader
-	if stdin != nil {
-		in = strings.NewReader(string(stdin))
+	wait := transientBackoff
+	for try := 1; ; try++ {
+		var in io.Reader
+		if stdin != nil {
+			in = strings.NewReader(string(stdin))
+		}
+		res, err := s.cfg.Platform.Exec(ctx, inst, script, in)
+		if err != nil && ctx.Err() != nil {
+			return res, context.Cause(ctx)
+		}
+		var ee *platform.ExecError
+		if err == nil || !errors.As(err, &ee) || !ee.Transient || try == transientTries {
+			if err != nil && try > 1 {
+				err = fmt.Errorf("%w (tried %d times)", err, try)
+			}
+			return res, err
+		}
+		if !sleep(ctx, wait) {
+			return res, context.Cause(ctx)
+		}
+		wait *= 2
 	}
-	res, err := s.cfg.Platform.Exec(ctx, inst, script, in)
-	if err != nil && ctx.Err() != nil {
-		return res, context.Cause(ctx)
-	}
-	return res, err
 }
 
 // redactWriter redacts each write on its own. Steps write the node log in

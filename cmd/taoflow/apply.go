@@ -156,6 +156,9 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		fmt.Fprintf(errOut, "taoflow: could not record the end of the run: %v\n", err)
 	}
 	if f.output != "json" {
+		for _, k := range insts.kept {
+			fmt.Fprintf(errOut, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, runID)
+		}
 		printOutcome(errOut, runID, graph, sum, verdict)
 	}
 	if rec.errs > 0 {

@@ -22,7 +22,8 @@ import (
 // user would, with --var pointing it at them.
 func TestDockerScripts(t *testing.T) {
 	reg := testrig.StartRegistryUser(t, "$oauthtoken")
-	image := reg.Push(t, testrig.BuildTrainerImage(t, ""))
+	local := testrig.BuildTrainerImage(t, "")
+	image := reg.Push(t, local)
 	// Drop the local copy so that the first pull is a real one (from the
 	// registry, with the login the plan did).
 	if _, err := testrig.Docker(t, "rmi", image); err != nil {
@@ -41,6 +42,7 @@ func TestDockerScripts(t *testing.T) {
 			}
 			env.Setenv("EXAMPLES", wd+"/../../examples/plans")
 			env.Setenv("IMAGE", image)
+			env.Setenv("LOCAL_IMAGE", local)
 			env.Setenv("REGISTRY", reg.Addr)
 			env.Setenv("NGC_KEY", reg.Password)
 			env.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
@@ -48,7 +50,9 @@ func TestDockerScripts(t *testing.T) {
 			env.Setenv("S3_ENDPOINT", s3.Endpoint)
 			env.Setenv("BUCKET", bucket)
 			// Each script writes under a prefix of its own.
-			env.Setenv("PREFIX", filepath.Base(env.WorkDir))
+			env.Setenv("PREFIX", testrig.UniqueName(t)+"-"+filepath.Base(env.WorkDir))
+			host, _ := os.Hostname()
+			env.Setenv("OWNER", fmt.Sprintf("%s:%d", host, os.Getpid()))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -10,6 +10,7 @@ import (
 
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/platform/local"
 	"github.com/taoflow/taoflow/platform/ssh"
 )
@@ -90,8 +91,15 @@ func buildPlatform(kind string, data map[string]string, run, stateDir string) (p
 		return local.New(root), nil
 	case plan.PlatformSSH:
 		return ssh.New(sshConfig(data, run)), nil
+	case plan.PlatformBrev:
+		return brev.New(brevConfig(data, run))
 	}
-	return nil, fmt.Errorf("the %s platform is not in this build yet (local and ssh are)", kind)
+	return nil, fmt.Errorf("unknown platform %q", kind)
+}
+
+// brevConfig is the brev platform configuration recorded in data.
+func brevConfig(data map[string]string, run string) brev.Config {
+	return brev.Config{Binary: data[dataBinary], Run: run, Transport: data[dataTransport], SSH: sshConfig(data, run)}
 }
 
 // sshConfig is the ssh client configuration recorded in data.

@@ -71,6 +71,7 @@ exist and bill — the names are printed); 130 interrupted (teardown done).`,
 		newLogsCmd(io, g),
 		newDestroyCmd(io, g),
 		newCancelCmd(io, g),
+		newReapCmd(io, g),
 		newGraphCmd(io),
 		newVersionCmd(io),
 	)

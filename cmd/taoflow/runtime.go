@@ -28,6 +28,7 @@ type instances struct {
 	mu   sync.Mutex
 	live map[string]platform.Instance
 	ids  map[string]int64
+	kept []string // "name (ref)" of instances kept by keep: true
 }
 
 var _ engine.Instances = (*instances)(nil)
@@ -55,12 +56,18 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	creator, canCreate := in.platform.(platform.Creator)
 	owned := canCreate && (in.platform.Kind() == plan.PlatformLocal || pi.Create)
 	if !owned {
-		ref := pi.Existing
-		if ref == "" {
-			ref = pi.Host
+		inst := platform.Instance{Name: name, Ref: pi.Host}
+		if canCreate && pi.Existing != "" {
+			// Adopted, never created: the platform checks it exists and is
+			// ready, and it is not recorded as this run's to delete.
+			var err error
+			if inst, err = creator.Create(ctx, in.run, spec); err != nil {
+				return err
+			}
+			inst.Created = false
 		}
 		in.mu.Lock()
-		in.live[name] = platform.Instance{Name: name, Ref: ref}
+		in.live[name] = inst
 		in.mu.Unlock()
 		return nil
 	}
@@ -113,6 +120,15 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		if r, err := in.store.Resource(ctx, id); err == nil {
 			inst.Ref = r.Data["ref"]
 		}
+	}
+	if pi := in.plan.Instance(name); pi != nil && pi.Keep && ok {
+		// keep: true — the user asked for it to outlive the run. It stays
+		// recorded (not deleted), so `taoflow destroy RUN` can still remove it
+		// and `taoflow reap` leaves it alone.
+		in.mu.Lock()
+		in.kept = append(in.kept, fmt.Sprintf("%s (%s)", name, inst.Ref))
+		in.mu.Unlock()
+		return in.store.MarkFailed(ctx, id, fmt.Sprintf("kept (keep: true): %s stays and bills until taoflow destroy %s", inst.Ref, in.run))
 	}
 	var err error
 	switch mode {

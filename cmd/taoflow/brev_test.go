@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taoflow/taoflow/platform/brev/brevtest"
+	"github.com/taoflow/taoflow/platform/ssh/sshtest"
+	"github.com/taoflow/taoflow/state"
+)
+
+// brevEnv starts a fake brev whose instances are reached through a real
+// sshd, and points this process's environment at it (HOME, PATH, its state
+// directory), as a user's shell would be. It returns the fake and a work
+// directory that is the working directory for the test.
+func brevEnv(t *testing.T, opts brevtest.Options) (*brevtest.Fake, string) {
+	t.Helper()
+	opts.SSH = sshtest.Start(t)
+	f := brevtest.Start(t, opts)
+	for _, kv := range f.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Cleanup(func() {
+		// No ssh master (or any ssh) of the run outlives it: their argv
+		// names the config under the fake HOME.
+		if left := processesWith(filepath.Join(f.Home, ".ssh")); len(left) > 0 {
+			t.Errorf("ssh processes left: %s", strings.Join(left, "; "))
+		}
+	})
+	return f, dir
+}
+
+// applyCLI runs `taoflow ARGS` in this process and returns its exit code,
+// stdout and stderr.
+func applyCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := exitCode(run(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
+	return code, out.String(), errOut.String()
+}
+
+const brevSweep = `taoflow: 1
+name: brev-sweep
+platform: {kind: brev}
+vars: {dest: ""}
+secrets: [MY_SECRET]
+instances:
+  a: {create: {type: g5.xlarge}}
+  b: {create: {type: g5.xlarge}}
+  c: {create: {type: "g5.2xlarge,g5.xlarge"}}
+  box: {existing: my-box}
+steps:
+  - id: preflight
+    uses: preflight
+    with: {interval: 200ms, ready_timeout: 1m}
+  - id: train
+    uses: run
+    needs: [preflight]
+    on: [a, b, c]
+    matrix: {s: ["0.1", "0.3", "6"]}
+    with:
+      env: [MY_SECRET]
+      results: ~/results/${{ cell.id }}
+      command: |
+        mkdir -p ~/results/${{ cell.id }}
+        sleep ${{ matrix.s }}
+        echo "slept ${{ matrix.s }}, secret of ${#MY_SECRET} bytes" > ~/results/${{ cell.id }}/out.txt
+  - id: wait
+    uses: wait
+    needs: [train]
+    matrix: inherit
+    with: {interval: 100ms}
+  - id: upload
+    uses: upload-s3
+    needs: [wait]
+    matrix: inherit
+    with: {from: "~/results/${{ cell.id }}", to: "${{ vars.dest }}/${{ cell.id }}"}
+  - id: hello
+    uses: run
+    on: [box]
+    with: {command: "echo hello from the box > ~/hello.txt"}
+  - id: hello-wait
+    uses: wait
+    needs: [hello]
+    on: [box]
+    with: {interval: 100ms}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevSweep: a sweep over three brev instances this run creates, plus
+// an existing one it only uses. Each created instance is deleted as soon as
+// its own share is done (while the long cell still runs elsewhere); the
+// existing one is never created, stopped or deleted; brev is always driven
+// with stdin /dev/null and "--" before names; refreshes never overlap; the
+// secret is on no argv; nothing is left alive.
+func TestBrevSweep(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{DeployPolls: 2})
+	f.AddExisting("my-box")
+	if err := os.WriteFile("sweep.yaml", []byte(brevSweep), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const secretValue = "brev-s3cr3t-value-0123456789"
+	t.Setenv("MY_SECRET", secretValue)
+
+	stop := make(chan struct{})
+	var leaks []string
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				leaks = append(leaks, processesWith(secretValue)...)
+			}
+		}
+	}()
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "sweep.yaml", "--var", "dest=file://"+dir+"/results")
+	close(stop)
+	wg.Wait()
+	if code != exitOK {
+		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if len(leaks) > 0 {
+		t.Errorf("the secret was on a command line: %s", leaks[0])
+	}
+	if strings.Contains(out+errOut, secretValue) {
+		t.Error("the secret is in apply's output")
+	}
+	for _, s := range []string{"0.1", "0.3", "6"} {
+		b, err := os.ReadFile(filepath.Join(dir, "results", "s-"+s, "out.txt"))
+		if err != nil || !strings.Contains(string(b), "secret of 28 bytes") {
+			t.Errorf("results of cell s=%s: %q, %v", s, b, err)
+		}
+	}
+
+	store, err := state.OpenReadOnly(filepath.Join(dir, ".taoflow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := store.LatestRun(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := store.Nodes(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var longInst string
+	var longEnd time.Time
+	for _, n := range nodes {
+		if n.ID == "train[s=6]" {
+			longInst = n.Instance
+		}
+		if n.ID == "upload[s=6]" {
+			longEnd = n.EndedAt
+		}
+	}
+	if longInst == "" || longEnd.IsZero() {
+		t.Fatalf("no placement or end of the long cell in the state: %+v", nodes)
+	}
+
+	calls := f.Calls()
+	created := map[string]bool{}
+	deleted := map[string]time.Time{}
+	for _, c := range calls {
+		if c.StdinPiped {
+			t.Errorf("brev %s ran with a piped stdin", strings.Join(c.Args, " "))
+		}
+		if c.Concurrent {
+			t.Errorf("a refresh overlapped another: brev %s", strings.Join(c.Args, " "))
+		}
+		for _, name := range c.Names {
+			if name == "my-box" && c.Command != "exec" && c.Command != "ls" {
+				t.Errorf("the existing instance was touched: brev %s", strings.Join(c.Args, " "))
+			}
+		}
+		switch c.Command {
+		case "create", "delete", "stop":
+			i := slices.Index(c.Args, "--")
+			if i < 0 || i == len(c.Args)-1 {
+				t.Errorf("brev %s: no -- before the names", strings.Join(c.Args, " "))
+			}
+		}
+		for _, name := range c.Names {
+			switch c.Command {
+			case "create":
+				created[name] = true
+			case "delete":
+				if _, ok := deleted[name]; !ok {
+					deleted[name] = c.Start
+				}
+			}
+		}
+	}
+	if len(created) != 3 {
+		t.Errorf("created %v, want the three instances of the plan", created)
+	}
+	for name := range created {
+		if !strings.HasPrefix(name, "tf-"+r.ID+"-") {
+			t.Errorf("created %s, not named tf-<run>-<instance>", name)
+		}
+		at, ok := deleted[name]
+		if !ok {
+			t.Errorf("%s was never deleted", name)
+			continue
+		}
+		if strings.HasSuffix(name, "-"+longInst) {
+			continue
+		}
+		if !at.Before(longEnd) {
+			t.Errorf("%s was deleted at %s, after the long cell on %s ended (%s): no early teardown",
+				name, at.Format(time.StampMilli), longInst, longEnd.Format(time.StampMilli))
+		}
+	}
+	f.CheckNoneAlive(t)
+	for _, in := range f.Instances() {
+		if in.Name == "my-box" {
+			if in.Status != "RUNNING" {
+				t.Errorf("the existing instance is %s, want RUNNING", in.Status)
+			}
+			if b, err := os.ReadFile(filepath.Join(in.Sandbox, "hello.txt")); err != nil || !strings.Contains(string(b), "hello from the box") {
+				t.Errorf("the step on the existing instance: %q, %v", b, err)
+			}
+		}
+	}
+}
+
+const brevExecPlan = `taoflow: 1
+name: brev-exec
+platform: {kind: brev, transport: exec}
+instances:
+  gpu: {create: {type: g5.xlarge}}
+steps:
+  - id: preflight
+    uses: preflight
+    with: {interval: 200ms, ready_timeout: 1m}
+  - id: train
+    uses: run
+    needs: [preflight]
+    matrix: {code: [0, 7]}
+    with:
+      command: echo ran >> ~/count-${{ cell.id }}; echo "exiting ${{ matrix.code }}"; exit ${{ matrix.code }}
+  - id: wait
+    uses: wait
+    needs: [train]
+    matrix: inherit
+    with: {interval: 100ms}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevExecTransport runs a plan over `brev exec`, whose quirks would
+// replay a failing command, flatten its exit code to 1, echo the instance
+// name into the output and read stdin as names: a job exiting 7 is
+// reported as 7 and ran once, the other ran once too although its launch
+// hit two transient connection failures, and the echoed name reaches no
+// node log.
+func TestBrevExecTransport(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{})
+	if err := os.WriteFile("exec.yaml", []byte(brevExecPlan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.Inject(brevtest.Fault{Kind: "exec-transient", Match: "count-code-0", Times: 2})
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "exec.yaml")
+	if code != exitFailed {
+		t.Fatalf("apply exit %d, want 1 (one cell fails)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "wait[code=7] failed: job failed: job tf-brev-exec-") || !strings.Contains(errOut, "exited with code 7") {
+		t.Errorf("the failing cell is not reported with its exit code:\n%s", errOut)
+	}
+	if !strings.Contains(out, "wait[code=0] on gpu: succeeded") {
+		t.Errorf("the other cell did not succeed:\n%s", out)
+	}
+	var sandbox, name string
+	for _, in := range f.Instances() {
+		if strings.HasSuffix(in.Name, "-gpu") {
+			sandbox, name = in.Sandbox, in.Name
+		}
+	}
+	if sandbox == "" {
+		t.Fatalf("no instance in the fake: %+v", f.Instances())
+	}
+	for _, cell := range []string{"code-0", "code-7"} {
+		b, err := os.ReadFile(filepath.Join(sandbox, "count-"+cell))
+		if err != nil || string(b) != "ran\n" {
+			t.Errorf("cell %s ran %q (%v); want exactly once", cell, b, err)
+		}
+	}
+	transients := 0
+	for _, c := range f.Calls() {
+		if c.Command == "exec" && c.ExitCode == 1 && c.Runs == 0 {
+			transients++
+		}
+		if c.Command == "exec" && c.Runs > 1 {
+			t.Errorf("brev replayed a command: %s", strings.Join(c.Args, " "))
+		}
+	}
+	if transients != 2 {
+		t.Errorf("%d transient exec failures in the call log, want the 2 injected", transients)
+	}
+	logs, err := filepath.Glob(filepath.Join(dir, ".taoflow", "runs", "*", "logs", "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no node logs: %v", err)
+	}
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.TrimSpace(line) == name || strings.HasSuffix(line, "exiting 7"+name) {
+				t.Errorf("the echoed instance name reached the node log %s: %q", filepath.Base(l), line)
+			}
+		}
+	}
+	f.CheckNoneAlive(t)
+}
