@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -328,4 +329,106 @@ func TestBrevExecTransport(t *testing.T) {
 		}
 	}
 	f.CheckNoneAlive(t)
+}
+
+// brevCreate makes an instance with the (fake) brev CLI itself, as a run
+// that died would have left it, and waits until it is RUNNING.
+func brevCreate(t *testing.T, f *brevtest.Fake, name string) {
+	t.Helper()
+	cmd := exec.Command(f.Binary, "create", "--type", "g5.xlarge", "--detached", "--", name)
+	cmd.Env = f.Env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("brev create %s: %v\n%s", name, err, out)
+	}
+	for range 10 {
+		cmd := exec.Command(f.Binary, "ls", "--json")
+		cmd.Env = f.Env()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("brev ls: %v\n%s", err, out)
+		}
+	}
+}
+
+// recordBrevInstance writes into the state in dir a dead run that created
+// brev instance name for its instance inst, as apply records it.
+func recordBrevInstance(t *testing.T, dir, run, inst, name string) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := state.Open(filepath.Join(dir, ".taoflow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.CreateRun(ctx, state.Run{ID: run, Name: "ghost", State: state.RunRunning, PID: 0, Host: "elsewhere", StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := store.RecordIntent(ctx, state.Resource{RunID: run, Kind: state.KindInstance, Name: inst, Instance: inst, Platform: "brev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.MarkCreated(ctx, id, map[string]string{"ref": name}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func instanceStatus(f *brevtest.Fake, name string) string {
+	for _, in := range f.Instances() {
+		if in.Name == name {
+			return in.Status
+		}
+	}
+	return "gone"
+}
+
+// TestBrevReapAndDestroy: reap lists and deletes the tf- instances no state
+// knows about, never an instance it did not name, nor one the state
+// records (destroy removes that one, from the state alone).
+func TestBrevReapAndDestroy(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{})
+	f.AddExisting("my-box")
+	brevCreate(t, f, "tf-lost-0101-000000-aaaa-gpu")
+	brevCreate(t, f, "tf-dead-0101-000000-bbbb-gpu")
+	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "gpu", "tf-dead-0101-000000-bbbb-gpu")
+
+	code, out, errOut := applyCLI(t, "reap")
+	if code != exitOK {
+		t.Fatalf("reap exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "brev instance  tf-lost-0101-000000-aaaa-gpu") || !strings.Contains(out, "1 found") {
+		t.Errorf("reap did not list the lost instance:\n%s", out)
+	}
+	if strings.Contains(out, "my-box") || strings.Contains(out, "tf-dead") {
+		t.Errorf("reap listed an instance it must leave:\n%s", out)
+	}
+	if !strings.Contains(errOut, "tf-dead-0101-000000-bbbb-gpu belongs to run dead-0101-000000-bbbb in the state") {
+		t.Errorf("reap did not say why it left the recorded instance:\n%s", errOut)
+	}
+	if st := instanceStatus(f, "tf-lost-0101-000000-aaaa-gpu"); st != "RUNNING" {
+		t.Errorf("reap without --yes changed the instance: %s", st)
+	}
+
+	code, out, errOut = applyCLI(t, "reap", "--yes")
+	if code != exitOK || !strings.Contains(out, "brev instance tf-lost-0101-000000-aaaa-gpu: deleted") {
+		t.Fatalf("reap --yes exit %d\n%s%s", code, out, errOut)
+	}
+	if st := instanceStatus(f, "tf-lost-0101-000000-aaaa-gpu"); st != "DELETING" && st != "gone" {
+		t.Errorf("the lost instance is %s after reap --yes", st)
+	}
+	if st := instanceStatus(f, "tf-dead-0101-000000-bbbb-gpu"); st != "RUNNING" {
+		t.Errorf("reap --yes touched the recorded instance: %s", st)
+	}
+
+	code, out, errOut = applyCLI(t, "destroy", "dead-0101-000000-bbbb", "--yes")
+	if code != exitOK || !strings.Contains(out, "instance gpu: removed") {
+		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
+	}
+	f.CheckNoneAlive(t)
+	if st := instanceStatus(f, "my-box"); st != "RUNNING" {
+		t.Errorf("the existing instance is %s", st)
+	}
+	for _, c := range f.Calls() {
+		if c.StdinPiped {
+			t.Errorf("brev %s ran with a piped stdin", strings.Join(c.Args, " "))
+		}
+	}
 }
