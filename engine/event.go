@@ -33,6 +33,9 @@ const (
 	InstanceRelease  EventType = "instance-releasing"
 	InstanceReleased EventType = "instance-released"
 	InstanceLeft     EventType = "instance-left" // release failed or refused: it may still exist
+	// InstanceProgress is what a platform says while it prepares an
+	// instance ("DEPLOYING (1m10s)"); the platform adapter emits it.
+	InstanceProgress EventType = "instance-progress"
 	NodePlaced       EventType = "node-placed"
 	NodeStarted      EventType = "node-started"
 	NodeRetrying     EventType = "node-retrying"

@@ -97,7 +97,8 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	defer errOut.Close()
 
 	runID := newRunID(p.Name)
-	pf, err := newPlatform(p, runID, g.stateDir)
+	progress := &progressRelay{}
+	pf, err := newPlatform(p, runID, g.stateDir, progress)
 	if err != nil {
 		return usageError(fmt.Errorf("%s: %w", p.File, err))
 	}
@@ -135,6 +136,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	if err != nil {
 		return err
 	}
+	progress.set(rec.Event)
 	if f.output != "json" {
 		fmt.Fprintf(errOut, "taoflow: run %s (%d nodes on %d instances); state in %s\n", runID, len(graph.Nodes), len(p.Instances), g.stateDir)
 	}

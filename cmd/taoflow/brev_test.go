@@ -139,6 +139,11 @@ func TestBrevSweep(t *testing.T) {
 	if len(leaks) > 0 {
 		t.Errorf("the secret was on a command line: %s", leaks[0])
 	}
+	for _, want := range []string{"instance a: creating tf-brev-sweep-", "instance b: DEPLOYING (", "instance c: ready ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no progress line %q in the output:\n%s", want, out)
+		}
+	}
 	if strings.Contains(out+errOut, secretValue) {
 		t.Error("the secret is in apply's output")
 	}

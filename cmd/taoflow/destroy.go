@@ -191,7 +191,7 @@ func platformFor(g *globals, resources []state.Resource) (platform.Platform, pla
 			kind = res.Platform
 		}
 	}
-	pf, err := buildPlatform(kind, data, "destroy", g.stateDir)
+	pf, err := buildPlatform(kind, data, "destroy", g.stateDir, nil)
 	if err != nil {
 		return nil, inst, fmt.Errorf("resources on the %q platform: %w", kind, err)
 	}

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev"
@@ -75,13 +77,57 @@ func resolveBinary(bin, base string) string {
 	return resolvePath(bin, base)
 }
 
-// newPlatform builds the platform of a plan for run.
-func newPlatform(p *plan.Plan, run, stateDir string) (platform.Platform, error) {
-	return buildPlatform(p.Platform.Kind, platformData(p), run, stateDir)
+// newPlatform builds the platform of a plan for run; progress, when not
+// nil, hears what it says while it prepares instances.
+func newPlatform(p *plan.Plan, run, stateDir string, progress *progressRelay) (platform.Platform, error) {
+	return buildPlatform(p.Platform.Kind, platformData(p), run, stateDir, progress.send)
 }
 
-// buildPlatform builds a platform of kind from its recorded settings.
-func buildPlatform(kind string, data map[string]string, run, stateDir string) (platform.Platform, error) {
+// progressRelay passes a platform's progress lines about instances on as
+// events, once there is somewhere to send them: at most one line per
+// instance every progressEvery unless what it says changes (the state word
+// before any parenthesis), so a long DEPLOYING is a line now and then, not
+// one per poll.
+type progressRelay struct {
+	mu   sync.Mutex
+	to   func(engine.Event)
+	last map[string]progressLine
+}
+
+type progressLine struct {
+	word string
+	at   time.Time
+}
+
+const progressEvery = 30 * time.Second
+
+func (r *progressRelay) set(to func(engine.Event)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.to, r.last = to, map[string]progressLine{}
+}
+
+func (r *progressRelay) send(instance, msg string) {
+	if r == nil {
+		return
+	}
+	now := time.Now()
+	word, _, _ := strings.Cut(msg, " (")
+	r.mu.Lock()
+	to, prev := r.to, r.last[instance]
+	quiet := to == nil || (prev.word == word && now.Sub(prev.at) < progressEvery)
+	if !quiet {
+		r.last[instance] = progressLine{word, now}
+	}
+	r.mu.Unlock()
+	if !quiet {
+		to(engine.Event{Time: now, Type: engine.InstanceProgress, Instance: instance, Message: msg})
+	}
+}
+
+// buildPlatform builds a platform of kind from its recorded settings;
+// progress (nil for none) hears a platform's lines about preparing instances.
+func buildPlatform(kind string, data map[string]string, run, stateDir string, progress func(instance, msg string)) (platform.Platform, error) {
 	switch kind {
 	case plan.PlatformLocal:
 		root, err := filepath.Abs(filepath.Join(stateDir, "sandboxes"))
@@ -92,7 +138,9 @@ func buildPlatform(kind string, data map[string]string, run, stateDir string) (p
 	case plan.PlatformSSH:
 		return ssh.New(sshConfig(data, run)), nil
 	case plan.PlatformBrev:
-		return brev.New(brevConfig(data, run))
+		cfg := brevConfig(data, run)
+		cfg.Progress = progress
+		return brev.New(cfg)
 	}
 	return nil, fmt.Errorf("unknown platform %q", kind)
 }

@@ -51,6 +51,8 @@ func describe(e engine.Event) string {
 		return fmt.Sprintf("instance %s: preparing", e.Instance)
 	case engine.InstanceReady:
 		return fmt.Sprintf("instance %s: ready", e.Instance)
+	case engine.InstanceProgress:
+		return fmt.Sprintf("instance %s: %s", e.Instance, e.Message)
 	case engine.InstanceFailed:
 		return fmt.Sprintf("instance %s: FAILED: %s", e.Instance, e.Message)
 	case engine.InstanceRelease:
