@@ -274,6 +274,15 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 	for _, in := range g.Plan.Instances {
 		r.insts[in.Name] = &instRun{name: in.Name, slots: in.Slots}
 	}
+	// A cell resumed part way holds its slot until its last node ends, as
+	// it did before.
+	for _, gr := range groups {
+		if gr.placed && gr.open > 0 {
+			if in := r.insts[gr.instance]; in != nil {
+				in.used++
+			}
+		}
+	}
 	for _, nr := range r.nodes {
 		if !nr.state.Terminal() {
 			r.pending = append(r.pending, nr)

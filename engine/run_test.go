@@ -721,3 +721,51 @@ func mustPlanB(b *testing.B, src string) *engine.Graph {
 	}
 	return g
 }
+
+// TestResumeDone: nodes that succeeded before (resume) are not run again;
+// a cell resumed part way runs its remaining nodes on the instance it was
+// placed on and holds that slot until they end.
+func TestResumeDone(t *testing.T) {
+	g := mustPlan(t, `taoflow: 1
+name: resume
+instances: {a: {slots: 1}}
+steps:
+  - {id: pre, uses: preflight}
+  - id: train
+    uses: run
+    needs: [pre]
+    matrix: {n: [1, 2, 3]}
+    with: {command: "true"}
+  - {id: wait, uses: wait, needs: [train], matrix: inherit}
+finally:
+  - {id: teardown, uses: delete}
+`)
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.Step.ID == "wait" {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil
+	})
+	done := map[string]string{"pre@a": "a", "train[n=1]": "a", "wait[n=1]": "a", "train[n=2]": "a"}
+	s := run(t, g, f, func(c *engine.Config) { c.Done = done })
+	for id := range done {
+		if f.attempts[id] != 0 {
+			t.Errorf("%s ran again", id)
+		}
+		if s.States[id] != engine.Succeeded {
+			t.Errorf("%s = %s, want succeeded", id, s.States[id])
+		}
+	}
+	if i := f.index("start wait[n=2] on a"); i < 0 {
+		t.Fatalf("wait[n=2] did not run on a, where its cell was placed: %v", f.log)
+	}
+	// train[n=3] may only go to a once wait[n=2] has freed the slot there.
+	if i := f.index("start train[n=3] on a"); i < f.index("end wait[n=2] on a") {
+		t.Errorf("train[n=3] started on a while the resumed cell held its slot: %v", f.log)
+	}
+	for _, id := range []string{"wait[n=2]", "train[n=3]", "wait[n=3]", "teardown@a"} {
+		if s.States[id] != engine.Succeeded {
+			t.Errorf("%s = %s (%s)", id, s.States[id], s.Messages[id])
+		}
+	}
+}
