@@ -124,6 +124,12 @@ func (s *Steps) noteDigest(inst platform.Instance, image, digest string) {
 	m[image] = digest
 }
 
+// RememberDigest tells the steps the digest an earlier attempt of the run
+// pulled image at on instance (resume), for the manifests of its uploads.
+func (s *Steps) RememberDigest(instance, image, digest string) {
+	s.noteDigest(platform.Instance{Name: instance}, image, digest)
+}
+
 // imagesOn returns a copy of the digests pulled on inst (nil for none).
 func (s *Steps) imagesOn(inst platform.Instance) map[string]string {
 	s.mu.Lock()

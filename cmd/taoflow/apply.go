@@ -28,6 +28,7 @@ type applyFlags struct {
 	parallel int
 	output   string
 	finally  time.Duration
+	resume   string // a run id (or a prefix), "latest", or "" for a new run
 }
 
 func newApplyCmd(sio stdio, g *globals) *cobra.Command {
@@ -52,16 +53,37 @@ print the 'taoflow destroy' command that finishes it.
 Output: --output auto shows a live table on a terminal and timestamped lines
 otherwise; plain forces the lines; json prints one event per line.
 
+--resume [RUN] continues a run whose apply died (kill -9, power loss, a
+closed laptop) or ended: the plan file must be the same (its hash is
+checked) and the run keeps its vars. Nodes that succeeded are kept, jobs
+that still run (or ended) are adopted rather than launched again, instances
+the run created and that still exist are used again, and the rest runs.
+Without RUN, the latest run. Give it as --resume=RUN or after the plan.
+
 Exit status: 0 all succeeded; 1 a node failed (teardown done); 2 invalid plan
 or usage (nothing started); 3 teardown incomplete (something may still exist:
 the names and the command that removes them are printed); 130 interrupted
 (teardown done).`,
 		Example: `  taoflow apply examples/plans/quickstart.yaml
   NGC_KEY=... taoflow apply train.yaml --var epochs=20 --parallel 4
+  taoflow apply train.yaml --resume             # the latest run, after a crash
   taoflow apply sweep.yaml --output json > events.jsonl`,
-		Args:              cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			// --resume takes its value only with "=": `--resume RUN` gives RUN
+			// as a second argument.
+			if len(args) == 2 && f.resume == "latest" {
+				return nil
+			}
+			if len(args) != 1 {
+				return usageError(fmt.Errorf("apply takes one plan file (and, after --resume, a run), got %d arguments", len(args)))
+			}
+			return nil
+		},
 		ValidArgsFunction: planFileCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				f.resume = args[1]
+			}
 			return apply(cmd.Context(), sio, g, args[0], f)
 		},
 	}
@@ -69,6 +91,8 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "most nodes running at once (0: no limit beyond slots)")
 	cmd.Flags().StringVar(&f.output, "output", "auto", "output: `auto`, plain or json")
 	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
+	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest run) instead of starting a new one")
+	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"auto", "plain", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -82,9 +106,23 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	if f.parallel < 0 {
 		return usageError(fmt.Errorf("--parallel must not be negative"))
 	}
+	var prior *resumed
+	if f.resume != "" {
+		if len(f.vars) > 0 {
+			return usageError(fmt.Errorf("--var can't be given with --resume: a resumed run keeps the vars it started with"))
+		}
+		var err error
+		if prior, err = loadResumed(parent, g.stateDir, f.resume); err != nil {
+			return err
+		}
+		f.vars = prior.varFlags()
+	}
 	p, _, err := loadPlan(sio, path, f.vars)
 	if err != nil {
 		return err
+	}
+	if prior != nil && p.Hash != prior.run.PlanHash {
+		return usageError(fmt.Errorf("%s has changed since run %s started (its sha256 was %.12s, now %.12s): resume needs the same plan", path, prior.run.ID, prior.run.PlanHash, p.Hash))
 	}
 	secrets, err := secret.Resolve(p.SecretNames(), os.LookupEnv)
 	if err != nil {
@@ -97,6 +135,9 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	defer errOut.Close()
 
 	runID := newRunID(p.Name)
+	if prior != nil {
+		runID = prior.run.ID
+	}
 	progress := &progressRelay{}
 	pf, err := newPlatform(p, runID, g.stateDir, progress)
 	if err != nil {
@@ -123,22 +164,36 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		vars[v.Name] = v.Value
 	}
 	ctx := context.WithoutCancel(parent)
-	if err := store.CreateRun(ctx, state.Run{ID: runID, Name: p.Name, PlanFile: path, PlanHash: p.Hash, Vars: vars,
-		State: state.RunRunning, PID: os.Getpid(), Host: host, StartedAt: time.Now()}); err != nil {
+	if prior == nil {
+		err = store.CreateRun(ctx, state.Run{ID: runID, Name: p.Name, PlanFile: path, PlanHash: p.Hash, Vars: vars,
+			State: state.RunRunning, PID: os.Getpid(), Host: host, StartedAt: time.Now()})
+	} else {
+		err = prior.claim(ctx, store, host)
+	}
+	if err != nil {
 		return err
 	}
 	cwd, _ := os.Getwd()
 	st := steps.New(steps.Config{Platform: pf, Plan: p, Secrets: secrets, RunID: runID, BaseDir: cwd})
 	insts := newInstances(runID, p, pf, store, st)
+	var done map[string]string
+	if prior != nil {
+		done = prior.done()
+		prior.restore(st, insts)
+	}
 
 	view, closeView := newView(f.output, out, sio.out, graph)
-	rec, err := newRecorder(ctx, runID, graph, store, view)
+	rec, err := newRecorder(ctx, runID, graph, store, view, done)
 	if err != nil {
 		return err
 	}
 	progress.set(rec.Event)
 	if f.output != "json" {
-		fmt.Fprintf(errOut, "taoflow: run %s (%d nodes on %d instances); state in %s\n", runID, len(graph.Nodes), len(p.Instances), g.stateDir)
+		if prior != nil {
+			fmt.Fprintf(errOut, "taoflow: resuming run %s (%d of %d nodes succeeded before; %d instances); state in %s\n", runID, len(done), len(graph.Nodes), len(p.Instances), g.stateDir)
+		} else {
+			fmt.Fprintf(errOut, "taoflow: run %s (%d nodes on %d instances); state in %s\n", runID, len(graph.Nodes), len(p.Instances), g.stateDir)
+		}
 	}
 
 	runCtx, cancel := context.WithCancelCause(parent)
@@ -148,7 +203,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 
 	sum := engine.Run(runCtx, graph, engine.Config{
 		RunID: runID, Parallel: f.parallel, Executor: &executor{run: runID, g: graph, insts: insts, steps: st, store: store},
-		Instances: insts, Observer: rec, FinallyTimeout: f.finally,
+		Instances: insts, Observer: rec, FinallyTimeout: f.finally, Done: done,
 	})
 	code, verdict := outcome(sum)
 	rec.Event(engine.Event{Time: time.Now(), Type: engine.RunEnded, Message: verdict})

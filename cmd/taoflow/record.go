@@ -23,9 +23,17 @@ type recorder struct {
 	errs  int
 }
 
-func newRecorder(ctx context.Context, run string, g *engine.Graph, store *state.Store, view engine.Observer) (*recorder, error) {
+// newRecorder records every node of g as pending, except those in done
+// (resume), which keep what the state says.
+func newRecorder(ctx context.Context, run string, g *engine.Graph, store *state.Store, view engine.Observer, done map[string]string) (*recorder, error) {
 	r := &recorder{run: run, store: store, view: view, nodes: map[string]*state.Node{}}
 	for _, n := range g.Nodes {
+		if _, ok := done[n.ID]; ok {
+			if sn, err := store.Node(ctx, run, n.ID); err == nil {
+				r.nodes[n.ID] = &sn
+				continue
+			}
+		}
 		sn := &state.Node{RunID: run, ID: n.ID, Step: n.Step.ID, Instance: n.Instance, Finally: n.Finally, State: state.NodePending}
 		if n.Cell != nil {
 			sn.Cell = n.Cell.ID

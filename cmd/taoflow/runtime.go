@@ -29,6 +29,9 @@ type instances struct {
 	live map[string]platform.Instance
 	ids  map[string]int64
 	kept []string // "name (ref)" of instances kept by keep: true
+	// prior holds, when resuming, the instances an earlier attempt of the
+	// run created that may still exist, by name.
+	prior map[string]state.Resource
 }
 
 var _ engine.Instances = (*instances)(nil)
@@ -71,6 +74,9 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		in.mu.Unlock()
 		return nil
 	}
+	if res, ok := in.prior[name]; ok && adoptable(in.platform.Kind(), res) {
+		return in.adopt(ctx, creator, spec, res)
+	}
 	id, err := in.store.RecordIntent(ctx, state.Resource{RunID: in.run, Kind: state.KindInstance, Name: name, Instance: name,
 		Platform: in.platform.Kind(), Data: platformData(in.plan)})
 	if err != nil {
@@ -92,6 +98,25 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	}
 	in.mu.Lock()
 	in.live[name] = inst
+	in.mu.Unlock()
+	return nil
+}
+
+// adopt uses again an instance an earlier attempt of the run created (resume):
+// a local sandbox is made again in place, other platforms check the
+// instance under its recorded name. It stays the run's to delete.
+func (in *instances) adopt(ctx context.Context, creator platform.Creator, spec platform.Spec, res state.Resource) error {
+	if in.platform.Kind() != plan.PlatformLocal {
+		spec.Existing = res.Data["ref"]
+	}
+	inst, err := creator.Create(ctx, in.run, spec)
+	if err != nil {
+		return fmt.Errorf("using %s again (created by an earlier attempt of this run): %w", spec.Name, err)
+	}
+	inst.Name, inst.Created = spec.Name, true
+	in.mu.Lock()
+	in.ids[spec.Name] = res.ID
+	in.live[spec.Name] = inst
 	in.mu.Unlock()
 	return nil
 }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
+)
+
+// resumed is what the state says about a run being resumed.
+type resumed struct {
+	run       state.Run
+	nodes     []state.Node
+	instances map[string]state.Resource // instance resources that may still exist, by instance name
+}
+
+// loadResumed reads run id (or "latest") from the state in dir. It refuses a
+// run whose apply is alive.
+func loadResumed(ctx context.Context, dir, id string) (*resumed, error) {
+	if _, err := os.Stat(filepath.Join(dir, "state.db")); errors.Is(err, os.ErrNotExist) {
+		return nil, usageError(fmt.Errorf("no state in %s: nothing to resume", dir))
+	}
+	store, err := state.OpenReadOnly(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	r, err := findRun(ctx, store, id)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if applyAlive(r) {
+		return nil, usageError(fmt.Errorf("run %s is still running (apply pid %d); it can't be resumed twice (taoflow cancel %s stops it)", r.ID, r.PID, r.ID))
+	}
+	nodes, err := store.Nodes(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	alive, err := store.Alive(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	res := &resumed{run: r, nodes: nodes, instances: map[string]state.Resource{}}
+	for _, a := range alive {
+		if a.Kind == state.KindInstance && a.State == state.ResourceCreated {
+			res.instances[a.Instance] = a
+		}
+	}
+	return res, nil
+}
+
+// varFlags returns the run's vars as --var flags, so the plan is loaded
+// as it was.
+func (r *resumed) varFlags() []string {
+	var out []string
+	for k, v := range r.run.Vars {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// done returns the nodes that succeeded, with the instance each ran on.
+func (r *resumed) done() map[string]string {
+	d := map[string]string{}
+	for _, n := range r.nodes {
+		if n.State == state.NodeSucceeded {
+			d[n.ID] = n.Instance
+		}
+	}
+	return d
+}
+
+// claim makes this process the run's owner again.
+func (r *resumed) claim(ctx context.Context, store *state.Store, host string) error {
+	if err := store.SetRunOwner(ctx, r.run.ID, os.Getpid(), host); err != nil {
+		return err
+	}
+	return store.UpdateRun(ctx, r.run.ID, state.RunUpdate{State: state.RunRunning, Message: "resumed"})
+}
+
+// restore gives the steps and the instances what the earlier attempts
+// learned: the image digests pulls recorded, and the instances the run
+// created that may still exist (used again instead of created anew).
+func (r *resumed) restore(st *steps.Steps, insts *instances) {
+	for _, n := range r.nodes {
+		if n.State == state.NodeSucceeded && n.Facts[steps.RecordDigest] != "" {
+			st.RememberDigest(n.Instance, n.Facts[steps.RecordImage], n.Facts[steps.RecordDigest])
+		}
+	}
+	insts.prior = r.instances
+}
+
+// adoptable says whether instance resource res of an earlier attempt can be
+// used again by name on platform kind: a local sandbox is made again in
+// place; a brev instance is checked (RUNNING, refreshed, answering) before
+// it is used.
+func adoptable(kind string, res state.Resource) bool {
+	return kind == plan.PlatformLocal || res.Data["ref"] != ""
+}
