@@ -440,3 +440,68 @@ func TestBrevReapAndDestroy(t *testing.T) {
 		}
 	}
 }
+
+const brevUploadFails = `taoflow: 1
+name: brev-upfail
+platform: brev
+instances:
+  gpu: {create: {type: g5.xlarge}}
+steps:
+  - id: train
+    uses: run
+    with: {command: "mkdir -p ~/results && echo weights > ~/results/model.pth"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms}
+  - id: upload
+    uses: upload-s3
+    needs: [wait]
+    with: {from: "~/results", to: "file:///proc/taoflow-cannot-write-here"}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevUploadFailureStops: when the results upload fails, the instance
+// that holds them is stopped (disk kept, GPU billing stops), not deleted;
+// the run says so, and destroy removes it later.
+func TestBrevUploadFailureStops(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	if err := os.WriteFile("upfail.yaml", []byte(brevUploadFails), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "upfail.yaml")
+	if code != exitFailed {
+		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "instance gpu was stopped, not deleted: a results upload on it failed") {
+		t.Errorf("the run does not say the instance was stopped:\n%s", errOut)
+	}
+	var name string
+	for _, in := range f.Instances() {
+		if strings.HasSuffix(in.Name, "-gpu") {
+			name = in.Name
+			if in.Status != "STOPPING" && in.Status != "STOPPED" {
+				t.Errorf("the instance holding the results is %s, want stopped", in.Status)
+			}
+			if b, err := os.ReadFile(filepath.Join(in.Sandbox, "results", "model.pth")); err != nil || string(b) != "weights\n" {
+				t.Errorf("the results on the stopped instance: %q, %v", b, err)
+			}
+		}
+	}
+	for _, c := range f.Calls() {
+		if c.Command == "delete" {
+			t.Errorf("the instance was deleted although its upload failed: brev %s", strings.Join(c.Args, " "))
+		}
+	}
+	code, out, errOut = applyCLI(t, "status", "latest")
+	if code != exitOK || !strings.Contains(out, name) && !strings.Contains(out, "instance gpu") {
+		t.Errorf("status does not show the stopped instance (exit %d):\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = applyCLI(t, "destroy", "latest", "--yes")
+	if code != exitOK || !strings.Contains(out, "instance gpu: removed") {
+		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
+	}
+	f.CheckNoneAlive(t)
+}
