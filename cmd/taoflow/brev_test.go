@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -502,6 +504,78 @@ func TestBrevUploadFailureStops(t *testing.T) {
 	code, out, errOut = applyCLI(t, "destroy", "latest", "--yes")
 	if code != exitOK || !strings.Contains(out, "instance gpu: removed") {
 		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
+	}
+	f.CheckNoneAlive(t)
+}
+
+const brevResumePlan = `taoflow: 1
+name: brev-resume
+platform: brev
+instances:
+  gpu: {create: {type: g5.xlarge}}
+steps:
+  - id: train
+    uses: run
+    with: {command: "echo ran >> ~/launches"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevResumeUsesInstance: resuming a run whose apply died after it
+// created its brev instance uses that instance again (no second create),
+// runs what is left on it, and deletes it at the end.
+func TestBrevResumeUsesInstance(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{})
+	if err := os.WriteFile("resume.yaml", []byte(brevResumePlan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What a dead apply left: the run, and its instance, created.
+	const run = "brev-resume-0101-000000-cccc"
+	name := "tf-" + run + "-gpu"
+	brevCreate(t, f, name)
+	sum := sha256.Sum256([]byte(brevResumePlan))
+	ctx := context.Background()
+	store, err := state.Open(filepath.Join(dir, ".taoflow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateRun(ctx, state.Run{ID: run, Name: "brev-resume", PlanFile: "resume.yaml", PlanHash: hex.EncodeToString(sum[:]),
+		Vars: map[string]string{}, State: state.RunRunning, Host: "elsewhere", StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := store.RecordIntent(ctx, state.Resource{RunID: run, Kind: state.KindInstance, Name: "gpu", Instance: "gpu", Platform: "brev"})
+	if err == nil {
+		err = store.MarkCreated(ctx, id, map[string]string{"ref": name})
+	}
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "resume.yaml", "--resume", run)
+	if code != exitOK {
+		t.Fatalf("apply --resume exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	creates := 0
+	for _, c := range f.Calls() {
+		if c.Command == "create" {
+			creates++
+		}
+	}
+	if creates != 1 {
+		t.Errorf("%d brev creates, want only the first attempt's", creates)
+	}
+	for _, in := range f.Instances() {
+		if in.Name == name {
+			if b, err := os.ReadFile(filepath.Join(in.Sandbox, "launches")); err != nil || string(b) != "ran\n" {
+				t.Errorf("the job on the resumed instance: %q, %v", b, err)
+			}
+		}
 	}
 	f.CheckNoneAlive(t)
 }
