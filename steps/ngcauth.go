@@ -37,6 +37,33 @@ func manifestScript(image string) string {
 	return dockerCheck + fmt.Sprintf("DOCKER_CLI_EXPERIMENTAL=enabled docker manifest inspect %s%s > /dev/null\n", insecure, plan.ShellQuote(image))
 }
 
+// ngcParams reads and checks the with: of an ngc-auth step, defaults
+// filled in.
+func ngcParams(w *plan.Value) (registry, user, key, verify string, err error) {
+	registry = withString(w, "registry")
+	if registry == "" {
+		registry = defaultRegistry
+	}
+	user = withString(w, "username")
+	if user == "" {
+		user = defaultNGCUser
+	}
+	key = withString(w, "secret")
+	if key == "" {
+		key = defaultNGCSecret
+	}
+	verify = withString(w, "verify_image")
+	if strings.HasPrefix(registry, "-") || strings.ContainsAny(registry, " \t\r\n") {
+		return "", "", "", "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.registry: %q is not a registry host", registry)}
+	}
+	if verify != "" {
+		if err := checkImage("with.verify_image", verify); err != nil {
+			return "", "", "", "", err
+		}
+	}
+	return registry, user, key, verify, nil
+}
+
 // loopbackRegistry reports whether image names a registry on localhost or
 // a loopback address.
 func loopbackRegistry(image string) bool {
@@ -60,26 +87,9 @@ func loopbackRegistry(image string) bool {
 // failed" (a bad key), a refused image after a good login is "no
 // entitlement".
 func (s *Steps) ngcAuth(ctx context.Context, req Request) error {
-	registry := withString(req.With, "registry")
-	if registry == "" {
-		registry = defaultRegistry
-	}
-	user := withString(req.With, "username")
-	if user == "" {
-		user = defaultNGCUser
-	}
-	key := withString(req.With, "secret")
-	if key == "" {
-		key = defaultNGCSecret
-	}
-	verify := withString(req.With, "verify_image")
-	if strings.HasPrefix(registry, "-") || strings.ContainsAny(registry, " \t\r\n") {
-		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.registry: %q is not a registry host", registry)}
-	}
-	if verify != "" {
-		if err := checkImage("with.verify_image", verify); err != nil {
-			return err
-		}
+	registry, user, key, verify, err := ngcParams(req.With)
+	if err != nil {
+		return err
 	}
 	prelude, stdin, err := s.secretEnv([]string{key})
 	if err != nil {

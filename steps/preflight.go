@@ -101,7 +101,7 @@ func (s *Steps) waitReady(ctx context.Context, req Request, interval, readyTimeo
 func (s *Steps) checkDocker(ctx context.Context, req Request) error {
 	inst := req.Instance
 	fmt.Fprintf(req.Log, "checking docker on %s\n", inst.Name)
-	res, err := s.exec(ctx, inst, "docker info > /dev/null", nil)
+	res, err := s.exec(ctx, inst, dockerInfoScript, nil)
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
@@ -115,6 +115,9 @@ func (s *Steps) checkDocker(ctx context.Context, req Request) error {
 	fmt.Fprintf(req.Log, "docker works on %s\n", inst.Name)
 	return nil
 }
+
+// dockerInfoScript checks that docker works.
+const dockerInfoScript = "docker info > /dev/null"
 
 // gpuScript lists the GPUs, exiting 127 when there is no nvidia-smi.
 const gpuScript = "command -v nvidia-smi > /dev/null 2>&1 || exit 127\nnvidia-smi -L"

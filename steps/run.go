@@ -23,10 +23,30 @@ var jobIDRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 
 // run launches the node's job, or adopts it when it exists already.
 func (s *Steps) run(ctx context.Context, req Request) error {
+	spec, rt, noun, err := s.jobSpecFor(req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(req.Log, "launching %s %s on %s\n", noun, spec.ID, req.Instance.Name)
+	l, err := rt.submit(ctx, req.Instance, spec)
+	if err != nil {
+		return err
+	}
+	if l.Adopted {
+		fmt.Fprintf(req.Log, "adopted existing %s %s (%s)\n", noun, spec.ID, l.Ref)
+	} else {
+		fmt.Fprintf(req.Log, "launched %s %s (%s)\n", noun, spec.ID, l.Ref)
+	}
+	return nil
+}
+
+// jobSpecFor reads and checks the job of a run step's request: its spec,
+// the runtime that runs it and what to call it ("job" or "container").
+func (s *Steps) jobSpecFor(req Request) (jobSpec, runtime, string, error) {
 	image := withString(req.With, "image")
 	rt := s.runtimeFor(image)
 	if !jobIDRE.MatchString(req.JobID) {
-		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("job id %q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", req.JobID)}
+		return jobSpec{}, nil, "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("job id %q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", req.JobID)}
 	}
 	spec := jobSpec{
 		ID:       req.JobID,
@@ -42,28 +62,16 @@ func (s *Steps) run(ctx context.Context, req Request) error {
 		Memory:   withString(req.With, "memory"),
 		User:     withString(req.With, "user"),
 	}
-	noun := "job"
 	if image == "" {
 		if spec.Command == "" {
-			return &Error{Class: ClassInvalidConfig, Msg: "a run step without image needs with.command"}
+			return jobSpec{}, nil, "", &Error{Class: ClassInvalidConfig, Msg: "a run step without image needs with.command"}
 		}
-	} else {
-		noun = "container"
-		if err := checkContainerSpec(spec); err != nil {
-			return err
-		}
+		return spec, rt, "job", nil
 	}
-	fmt.Fprintf(req.Log, "launching %s %s on %s\n", noun, spec.ID, req.Instance.Name)
-	l, err := rt.submit(ctx, req.Instance, spec)
-	if err != nil {
-		return err
+	if err := checkContainerSpec(spec); err != nil {
+		return jobSpec{}, nil, "", err
 	}
-	if l.Adopted {
-		fmt.Fprintf(req.Log, "adopted existing %s %s (%s)\n", noun, spec.ID, l.Ref)
-	} else {
-		fmt.Fprintf(req.Log, "launched %s %s (%s)\n", noun, spec.ID, l.Ref)
-	}
-	return nil
+	return spec, rt, "container", nil
 }
 
 // watched is one job a wait step follows.

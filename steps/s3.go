@@ -92,6 +92,36 @@ func putScript(dest s3Dest) string {
 	return awsPrelude + fmt.Sprintf("aws s3 cp - %s --content-type application/json --only-show-errors%s\n", plan.ShellQuote(dest.URL()+manifestName), dest.Opts)
 }
 
+// s3Target reads the S3 destination of an upload-s3 step: the bucket and
+// prefix of to with the endpoint and region options, and the exclude
+// patterns as written and as matchers.
+func s3Target(w *plan.Value, to string) (s3Dest, []string, []*regexp.Regexp, error) {
+	bucket, prefix, err := parseS3(to)
+	if err != nil {
+		return s3Dest{}, nil, nil, err
+	}
+	dest := s3Dest{Bucket: bucket, Prefix: prefix}
+	for _, o := range []struct{ key, flag string }{{"endpoint_url", "--endpoint-url"}, {"region", "--region"}} {
+		v := withString(w, o.key)
+		if strings.HasPrefix(v, "-") {
+			return s3Dest{}, nil, nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q is not a valid value", o.key, v)}
+		}
+		if v != "" {
+			dest.Opts += " " + o.flag + " " + plan.ShellQuote(v)
+		}
+	}
+	excludes := withList(w, "exclude")
+	var match []*regexp.Regexp
+	for _, p := range excludes {
+		re, err := fnmatchRE(p)
+		if err != nil {
+			return s3Dest{}, nil, nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.exclude: %q: %v", p, err)}
+		}
+		match = append(match, re)
+	}
+	return dest, excludes, match, nil
+}
+
 // uploadS3 syncs from to an s3:// destination with the AWS CLI on the
 // instance, verifies the copy against a listing of the destination (every
 // file, by relative path and size; excludes respected), and writes the
@@ -99,28 +129,9 @@ func putScript(dest s3Dest) string {
 // each command from stdin. A failure is not retried here: the engine
 // retries the step.
 func (s *Steps) uploadS3(ctx context.Context, req Request, from, to string, verify bool) error {
-	bucket, prefix, err := parseS3(to)
+	dest, excludes, match, err := s3Target(req.With, to)
 	if err != nil {
 		return err
-	}
-	dest := s3Dest{Bucket: bucket, Prefix: prefix}
-	for _, o := range []struct{ key, flag string }{{"endpoint_url", "--endpoint-url"}, {"region", "--region"}} {
-		v := withString(req.With, o.key)
-		if strings.HasPrefix(v, "-") {
-			return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q is not a valid value", o.key, v)}
-		}
-		if v != "" {
-			dest.Opts += " " + o.flag + " " + plan.ShellQuote(v)
-		}
-	}
-	excludes := withList(req.With, "exclude")
-	var match []*regexp.Regexp
-	for _, p := range excludes {
-		re, err := fnmatchRE(p)
-		if err != nil {
-			return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.exclude: %q: %v", p, err)}
-		}
-		match = append(match, re)
 	}
 	names := withList(req.With, "env")
 	if names == nil {

@@ -46,11 +46,17 @@ func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err err
 		if strings.ContainsAny(v, "\r\n\x00") {
 			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret %s is not a single-line value", name)}
 		}
-		fmt.Fprintf(&b, "IFS= read -r %s || exit %d; export %s\n", name, exitNoSecret, name)
+		b.WriteString(readSecret(name))
 		stdin = append(stdin, v...)
 		stdin = append(stdin, '\n')
 	}
 	return b.String(), stdin, nil
+}
+
+// readSecret is the prelude line that reads secret name from stdin and
+// exports it.
+func readSecret(name string) string {
+	return fmt.Sprintf("IFS= read -r %s || exit %d; export %s\n", name, exitNoSecret, name)
 }
 
 // exitNoSecret is the exit code of a script whose stdin ended before all its

@@ -52,6 +52,22 @@ type ManifestCell struct {
 	Values map[string]string `json:"values"`
 }
 
+// fileTarget is the directory a file:// destination names, a relative one
+// resolved against Config.BaseDir.
+func (s *Steps) fileTarget(to string) (string, error) {
+	dest := strings.TrimPrefix(to, "file://")
+	if dest == "" {
+		return "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q names no path", to)}
+	}
+	if !filepath.IsAbs(dest) {
+		if s.cfg.BaseDir == "" {
+			return "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q is relative, and there is no working directory to resolve it against", to)}
+		}
+		dest = filepath.Join(s.cfg.BaseDir, dest)
+	}
+	return filepath.Clean(dest), nil
+}
+
 // upload copies with.from on the instance to with.to, verifies the copy by
 // file count and bytes, and writes the manifest next to it.
 func (s *Steps) upload(ctx context.Context, req Request) error {
@@ -75,17 +91,10 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	if len(withList(req.With, "exclude")) > 0 {
 		return &Error{Class: ClassUnsupported, Msg: "with.exclude is not supported for file:// destinations yet"}
 	}
-	dest := strings.TrimPrefix(to, "file://")
-	if dest == "" {
-		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q names no path", to)}
+	dest, err := s.fileTarget(to)
+	if err != nil {
+		return err
 	}
-	if !filepath.IsAbs(dest) {
-		if s.cfg.BaseDir == "" {
-			return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q is relative, and there is no working directory to resolve it against", to)}
-		}
-		dest = filepath.Join(s.cfg.BaseDir, dest)
-	}
-	dest = filepath.Clean(dest)
 	inst := req.Instance
 
 	fmt.Fprintf(req.Log, "copying %s on %s to %s\n", from, inst.Name, dest)

@@ -12,22 +12,27 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/secret"
+	"github.com/taoflow/taoflow/steps"
 )
 
 func newPlanCmd(sio stdio) *cobra.Command {
 	var vars []string
-	var asJSON bool
+	var asJSON, noCommands bool
 	cmd := &cobra.Command{
 		Use:   "plan PLAN",
 		Short: "Show the nodes a plan expands to, touching nothing",
 		Long: `Plan loads and checks PLAN, expands it into the nodes that apply would run,
 and prints each node with its instance (or, for a matrix cell, the pool it
 will be placed on at run time), its dependencies, its job id and its with:
-values with every ${{ }} expression resolved. ${{ run.id }} stays as written
-(the run id is made by apply) and job ids show RUN in its place. Secret values
-never appear: any value of a declared secret found in the output is shown
-as ***.
+values with every ${{ }} expression resolved, and the exact remote commands
+it sends to its instance, in order (the shell text; secrets travel on stdin
+and only their names appear). ${{ run.id }} stays as written (the run id is
+made by apply); job ids and commands show RUN in its place, INSTANCE for the
+instance a cell will be placed on, and HOST:PID for the apply process.
+Secret values never appear: any value of a declared secret found in the
+output is shown as ***. --no-commands leaves the commands out.
 
 It contacts no instance and starts nothing. Exit status 2 when the plan has
 errors.`,
@@ -44,16 +49,21 @@ errors.`,
 			red := secretRedactor(p)
 			w := secret.NewWriter(sio.out, red)
 			defer w.Close()
+			var pv *previewer
+			if !noCommands {
+				pv = newPreviewer(g)
+			}
 			if asJSON {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
-				return enc.Encode(planJSON(g))
+				return enc.Encode(planJSON(g, pv))
 			}
-			return printPlan(w, g)
+			return printPlan(w, g, pv)
 		},
 	}
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the expanded graph as JSON")
+	cmd.Flags().BoolVar(&noCommands, "no-commands", false, "leave out the remote commands")
 	return cmd
 }
 
@@ -69,7 +79,7 @@ func secretRedactor(p *plan.Plan) *secret.Redactor {
 	return secret.NewRedactor(values...)
 }
 
-func printPlan(w io.Writer, g *engine.Graph) error {
+func printPlan(w io.Writer, g *engine.Graph, pv *previewer) error {
 	p := g.Plan
 	var insts []string
 	for _, in := range p.Instances {
@@ -126,8 +136,75 @@ func printPlan(w io.Writer, g *engine.Graph) error {
 				fmt.Fprintf(w, "    %s\n", line)
 			}
 		}
+		if pv == nil {
+			continue
+		}
+		cmds, err := pv.commands(n)
+		if err != nil {
+			fmt.Fprintf(w, "  commands: not shown: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(w, "  commands:\n")
+		for _, c := range cmds {
+			head := "# " + c.What
+			if len(c.Stdin) > 0 {
+				head += "; stdin: " + strings.Join(c.Stdin, ", ")
+			}
+			if c.Repeats != "" {
+				head += "; " + c.Repeats
+			}
+			fmt.Fprintf(w, "    %s\n", head)
+			for _, line := range strings.Split(strings.TrimRight(c.Script, "\n"), "\n") {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
 	}
 	return nil
+}
+
+// previewer renders the remote commands of a plan's nodes.
+type previewer struct {
+	g     *engine.Graph
+	steps *steps.Steps
+}
+
+func newPreviewer(g *engine.Graph) *previewer {
+	cwd, _ := os.Getwd()
+	return &previewer{g: g, steps: steps.New(steps.Config{Plan: g.Plan, RunID: "RUN", BaseDir: cwd, Owner: "HOST:PID"})}
+}
+
+// commands returns the remote commands of node n, with RUN for the run id
+// and INSTANCE for a cell's instance.
+func (pv *previewer) commands(n *engine.Node) ([]steps.Command, error) {
+	inst := n.Instance
+	if inst == "" {
+		inst = "INSTANCE"
+	}
+	req := steps.Request{NodeID: n.ID, Step: n.Step, Instance: platform.Instance{Name: inst}, JobID: n.JobID,
+		With: pv.g.With(n, engine.Scope{RunID: "RUN", Instance: inst})}
+	if n.Step.Uses == plan.KindWait {
+		for _, d := range n.Needs {
+			ups := pv.g.StepNodes(d.Step)
+			if d.Kind == engine.DepNode {
+				ups = []*engine.Node{pv.g.Node(d.Node)}
+			}
+			for _, up := range ups {
+				if up == nil || up.Step.Uses != plan.KindRun || (d.Kind != engine.DepNode && up.Instance != n.Instance) {
+					continue
+				}
+				w := pv.g.With(up, engine.Scope{RunID: "RUN", Instance: inst})
+				job := steps.Job{ID: up.JobID}
+				if v := w.Get("results"); v != nil {
+					job.Results = v.Text
+				}
+				if v := w.Get("image"); v != nil {
+					job.Image = v.Text
+				}
+				req.Jobs = append(req.Jobs, job)
+			}
+		}
+	}
+	return pv.steps.Preview(req)
 }
 
 func depStrings(deps []engine.Dep) []string {
@@ -157,6 +234,9 @@ type nodeJSON struct {
 	Needs    []depJSON      `json:"needs"`
 	Job      string         `json:"job,omitempty"`
 	With     map[string]any `json:"with,omitempty"`
+	// Commands are the remote commands the node sends, in order.
+	Commands      []steps.Command `json:"commands,omitempty"`
+	CommandsError string          `json:"commands_error,omitempty"`
 }
 
 type cellJSON struct {
@@ -189,7 +269,7 @@ type instanceJSON struct {
 	Keep     bool   `json:"keep,omitempty"`
 }
 
-func planJSON(g *engine.Graph) planOut {
+func planJSON(g *engine.Graph, pv *previewer) planOut {
 	p := g.Plan
 	out := planOut{Name: p.Name, File: p.File, Hash: p.Hash, Platform: p.Platform.Kind, Instances: []instanceJSON{}, Nodes: []nodeJSON{}}
 	for _, in := range p.Instances {
@@ -210,6 +290,13 @@ func planJSON(g *engine.Graph) planOut {
 		}
 		if with := g.With(n, engine.Scope{}); with != nil {
 			nj.With, _ = with.JSON().(map[string]any)
+		}
+		if pv != nil {
+			if cmds, err := pv.commands(n); err != nil {
+				nj.CommandsError = err.Error()
+			} else {
+				nj.Commands = cmds
+			}
 		}
 		out.Nodes = append(out.Nodes, nj)
 	}

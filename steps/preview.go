@@ -1,0 +1,187 @@
+package steps
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/taoflow/taoflow/plan"
+)
+
+// Command is one remote command a node runs, as Preview shows it.
+type Command struct {
+	// What the command is for: "probe", "launch", "poll", ...
+	What string `json:"what"`
+	// Script is the shell text the instance's shell runs, exactly as sent.
+	// It holds secret names, never values.
+	Script string `json:"script"`
+	// Stdin names the secrets sent on the command's stdin, in the order
+	// the script reads them.
+	Stdin []string `json:"stdin,omitempty"`
+	// Repeats says when the command runs more than once ("every 5s until
+	// it prints ok"); empty for once.
+	Repeats string `json:"repeats,omitempty"`
+}
+
+// Preview returns the remote commands the node of req would run, in order,
+// without running anything or needing the secrets' values: the main
+// commands of its step, as Do sends them. Commands whose text depends on
+// what an earlier one answered (a manifest, a cancel) are left out.
+func (s *Steps) Preview(req Request) ([]Command, error) {
+	switch req.Step.Uses {
+	case plan.KindPreflight:
+		return s.previewPreflight(req)
+	case plan.KindNGCAuth:
+		registry, user, key, verify, err := ngcParams(req.With)
+		if err != nil {
+			return nil, err
+		}
+		cmds := []Command{s.withSecrets("docker login", loginScript(registry, user, key), []string{key})}
+		if verify != "" {
+			cmds = append(cmds, Command{What: "check access to " + verify, Script: manifestScript(verify)})
+		}
+		return cmds, nil
+	case plan.KindPull:
+		image := withString(req.With, "image")
+		if err := checkImage("with.image", image); err != nil {
+			return nil, err
+		}
+		return []Command{{What: "pull unless present", Script: pullScript(image)}}, nil
+	case plan.KindRun:
+		spec, rt, noun, err := s.jobSpecFor(req)
+		if err != nil {
+			return nil, err
+		}
+		var script string
+		switch r := rt.(type) {
+		case *docker:
+			script = r.submitScript(spec)
+		case *process:
+			script = r.submitScript(spec)
+		}
+		return []Command{s.withSecrets("launch the "+noun+" (or adopt it)", script, spec.Env)}, nil
+	case plan.KindWait:
+		return s.previewWait(req)
+	case plan.KindUploadS3:
+		return s.previewUpload(req)
+	case plan.KindDelete:
+		cmds := []Command{{What: "stop this run's host processes", Script: s.process.(*process).cleanupScript(plan.JobPrefix(s.cfg.RunID), s.cfg.RunID)}}
+		if s.cfg.Plan == nil || s.cfg.Plan.RunsContainers() {
+			cmds = append(cmds, Command{What: "remove this run's containers", Script: s.docker.(*docker).cleanupScript(req.Instance.Name)})
+		}
+		return cmds, nil
+	}
+	return nil, &Error{Class: ClassUnsupported, Msg: fmt.Sprintf("unknown step kind %q", req.Step.Uses)}
+}
+
+// withSecrets is a command whose script is read after the prelude that
+// exports the named secrets from stdin (those in platform.instance_env are
+// on the instance already).
+func (s *Steps) withSecrets(what, script string, names []string) Command {
+	c := Command{What: what}
+	var prelude strings.Builder
+	seen := map[string]bool{}
+	if s.cfg.Plan != nil {
+		for _, n := range s.cfg.Plan.Platform.InstanceEnv {
+			seen[n.Name] = true
+		}
+	}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		prelude.WriteString(readSecret(n))
+		c.Stdin = append(c.Stdin, n)
+	}
+	c.Script = prelude.String() + script
+	return c
+}
+
+func (s *Steps) previewPreflight(req Request) ([]Command, error) {
+	interval, err := withDuration(req.With, "interval", defaultProbeInterval)
+	if err != nil {
+		return nil, err
+	}
+	readyTimeout, err := withDuration(req.With, "ready_timeout", defaultReadyTimeout)
+	if err != nil {
+		return nil, err
+	}
+	gpus, err := withInt(req.With, "gpus")
+	if err != nil {
+		return nil, err
+	}
+	docker, set, err := withBool(req.With, "docker")
+	if err != nil {
+		return nil, err
+	}
+	if !set {
+		docker = s.cfg.Plan != nil && s.cfg.Plan.RunsContainers()
+	}
+	cmds := []Command{{What: "probe", Script: probeScript, Repeats: fmt.Sprintf("every %s until it prints ok, up to %s", interval, readyTimeout)}}
+	if docker {
+		cmds = append(cmds, Command{What: "check docker", Script: dockerInfoScript})
+	}
+	if gpus > 0 {
+		cmds = append(cmds, Command{What: fmt.Sprintf("count the GPUs (at least %d)", gpus), Script: gpuScript})
+	}
+	return cmds, nil
+}
+
+func (s *Steps) previewWait(req Request) ([]Command, error) {
+	interval, err := withDuration(req.With, "interval", s.cfg.PollInterval)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Jobs) == 0 {
+		return nil, &Error{Class: ClassInvalidConfig, Msg: "a wait step needs the jobs of a run step (needs: a run step)"}
+	}
+	var containers, processes []probe
+	for _, j := range req.Jobs {
+		p := probe{ID: j.ID, Results: j.Results}
+		if j.Image != "" {
+			containers = append(containers, p)
+		} else {
+			processes = append(processes, p)
+		}
+	}
+	every := fmt.Sprintf("every %s until the jobs end (one command per instance for all its jobs)", interval)
+	var cmds []Command
+	if len(processes) > 0 {
+		cmds = append(cmds, Command{What: "poll the jobs", Script: s.process.(*process).statusScript(processes), Repeats: every})
+	}
+	if len(containers) > 0 {
+		cmds = append(cmds, Command{What: "poll the containers", Script: s.docker.(*docker).statusScript(containers), Repeats: every})
+	}
+	return cmds, nil
+}
+
+func (s *Steps) previewUpload(req Request) ([]Command, error) {
+	from, to := withString(req.With, "from"), withString(req.With, "to")
+	if from == "" || to == "" {
+		return nil, &Error{Class: ClassInvalidConfig, Msg: "upload-s3 needs with.from and with.to"}
+	}
+	if strings.HasPrefix(to, "s3://") {
+		dest, excludes, _, err := s3Target(req.With, to)
+		if err != nil {
+			return nil, err
+		}
+		names := withList(req.With, "env")
+		if names == nil {
+			names = defaultAWSEnv
+		}
+		return []Command{
+			s.withSecrets("sync", syncScript(from, dest, excludes), names),
+			{What: "list the source", Script: sourceScript(from)},
+			s.withSecrets("list the destination (verify count and bytes)", listScript(dest), names),
+			s.withSecrets("write "+manifestName, putScript(dest), names),
+		}, nil
+	}
+	if !strings.HasPrefix(to, "file://") {
+		return nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q must start with s3:// or file://", to)}
+	}
+	dest, err := s.fileTarget(to)
+	if err != nil {
+		return nil, err
+	}
+	return []Command{{What: "copy and count", Script: copyScript(from, dest)}}, nil
+}
