@@ -53,6 +53,8 @@ func TestDockerScripts(t *testing.T) {
 			env.Setenv("PREFIX", testrig.UniqueName(t)+"-"+filepath.Base(env.WorkDir))
 			host, _ := os.Hostname()
 			env.Setenv("OWNER", fmt.Sprintf("%s:%d", host, os.Getpid()))
+			// Above Linux's largest pid_max: never a live process.
+			env.Setenv("DEAD_OWNER", host+":4194305")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -25,6 +25,7 @@ import (
 type reapFlags struct {
 	yes    bool
 	binary string
+	plans  []string
 }
 
 func newReapCmd(sio stdio, g *globals) *cobra.Command {
@@ -38,7 +39,8 @@ deletes it with --yes. It looks at:
 
   - Brev instances named tf-* (the names taoflow gives the instances it
     creates), through the brev CLI, when brev is installed;
-  - Docker containers on this machine labelled taoflow.run=<run>.
+  - Docker containers labelled taoflow.run=<run> on this machine, and with
+    --plan PLAN on the ssh hosts and existing brev instances PLAN names.
 
 What the state in --state records is left alone, as are the containers of
 runs whose apply process is alive on this machine (whatever its state
@@ -49,6 +51,7 @@ Brev instances are shared by an organisation: a tf-* instance of a colleague's
 run on another machine looks the same as a leftover. Read the list before
 --yes.`,
 		Example: `  taoflow reap
+  taoflow reap --plan ssh-box.yaml
   taoflow reap --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,6 +60,7 @@ run on another machine looks the same as a leftover. Read the list before
 	}
 	cmd.Flags().BoolVar(&f.yes, "yes", false, "delete what is found (without it, only list)")
 	cmd.Flags().StringVar(&f.binary, "brev-binary", "", "the brev CLI (default: brev on PATH; skipped when there is none)")
+	cmd.Flags().StringArrayVar(&f.plans, "plan", nil, "also look at the containers on the ssh hosts and existing brev instances of `PLAN` (repeatable)")
 	return cmd
 }
 
@@ -96,34 +100,39 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 		}
 	}
 
-	// Containers on this machine's Docker engine.
-	tmp, err := os.MkdirTemp("", "taoflow-reap-")
+	// Containers on this machine's Docker engine, and on the instances of
+	// the plans given (ssh hosts, existing brev instances).
+	hosts, closeHosts, err := dockerHosts(ctx, f.plans, g.stateDir)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	lp := local.New(tmp)
-	host, err := lp.Create(ctx, "reap", platform.Spec{Name: "docker"})
-	if err != nil {
-		return err
-	}
-	st := steps.New(steps.Config{Platform: lp, RunID: "reap"})
-	var containers []string
-	if haveProgram("docker") {
-		cs, err := st.LabelledContainers(ctx, host)
+	defer closeHosts()
+	me, _ := os.Hostname()
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		cs, err := h.steps.LabelledContainers(ctx, h.inst)
 		if err != nil {
-			problems = append(problems, err)
+			problems = append(problems, fmt.Errorf("%s: %w", h.label, err))
+			continue
 		}
 		for _, c := range cs {
+			if seen[c.Name] {
+				continue // the same engine, reached another way
+			}
+			seen[c.Name] = true
 			if live[c.Run] || ownerAlive(c.Owner) {
 				continue // a run going on, here or in another state directory
 			}
 			if run, ok := known["job:"+c.Name]; ok {
-				fmt.Fprintf(sio.err, "taoflow: container %s belongs to run %s in the state; not reaped (taoflow destroy %s)\n", c.Name, run, run)
+				fmt.Fprintf(sio.err, "taoflow: container %s on %s belongs to run %s in the state; not reaped (taoflow destroy %s)\n", c.Name, h.label, run, run)
 				continue
 			}
-			found = append(found, orphan{"container", c.Name, c.State + ", run " + c.Run})
-			containers = append(containers, c.Name)
+			if owner, _, _ := strings.Cut(c.Owner, ":"); owner != "" && owner != me {
+				fmt.Fprintf(sio.err, "taoflow: container %s on %s belongs to a run driven from %s; not reaped from here\n", c.Name, h.label, owner)
+				continue
+			}
+			found = append(found, orphan{"container", c.Name, c.State + ", run " + c.Run + ", on " + h.label})
+			h.names = append(h.names, c.Name)
 		}
 	}
 
@@ -153,12 +162,15 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 		}
 		fmt.Fprintf(sio.out, "brev instance %s: deleted\n", o.name)
 	}
-	if len(containers) > 0 {
-		if err := st.RemoveContainers(ctx, host, containers); err != nil {
-			left += len(containers)
-			fmt.Fprintf(sio.out, "containers %s: NOT all removed: %v\n", strings.Join(containers, " "), err)
+	for _, h := range hosts {
+		if len(h.names) == 0 {
+			continue
+		}
+		if err := h.steps.RemoveContainers(ctx, h.inst, h.names); err != nil {
+			left += len(h.names)
+			fmt.Fprintf(sio.out, "containers %s on %s: NOT all removed: %v\n", strings.Join(h.names, " "), h.label, err)
 		} else {
-			fmt.Fprintf(sio.out, "containers %s: removed\n", strings.Join(containers, " "))
+			fmt.Fprintf(sio.out, "containers %s on %s: removed\n", strings.Join(h.names, " "), h.label)
 		}
 	}
 	if left > 0 {
@@ -166,6 +178,73 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 		return silent(exitTeardown)
 	}
 	return joinProblems(sio, problems)
+}
+
+// dockerHost is a Docker engine reap looks at.
+type dockerHost struct {
+	label string // "this machine", or "INSTANCE (plan FILE)"
+	steps *steps.Steps
+	inst  platform.Instance
+	names []string // the containers to remove there
+}
+
+// dockerHosts returns this machine's Docker engine (when docker is
+// installed) and the instances the plans name that exist without taoflow
+// (ssh hosts, existing brev instances); created ones are reaped whole. The
+// returned func releases the connections.
+func dockerHosts(ctx context.Context, plans []string, stateDir string) ([]*dockerHost, func(), error) {
+	var hosts []*dockerHost
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for _, file := range plans {
+		p, diags := plan.Load(file, plan.Options{})
+		if diags.HasErrors() || p == nil {
+			closeAll()
+			return nil, func() {}, usageError(fmt.Errorf("%s: not a valid plan (taoflow validate %s)", file, file))
+		}
+		if p.Platform.Kind == plan.PlatformLocal {
+			continue // its sandboxes share this machine's engine
+		}
+		pf, err := newPlatform(p, "reap", stateDir, nil)
+		if err != nil {
+			closeAll()
+			return nil, func() {}, usageError(fmt.Errorf("%s: %w", file, err))
+		}
+		if c, ok := pf.(platform.Closer); ok {
+			closers = append(closers, func() { _ = c.Close() })
+		}
+		st := steps.New(steps.Config{Platform: pf, RunID: "reap"})
+		for _, in := range p.Instances {
+			ref := in.Host
+			if in.Existing != "" {
+				ref = in.Existing
+			}
+			if ref == "" {
+				continue
+			}
+			hosts = append(hosts, &dockerHost{label: fmt.Sprintf("%s (%s)", in.Name, file), steps: st, inst: platform.Instance{Name: in.Name, Ref: ref}})
+		}
+	}
+	// This machine last: when a plan's instance is this machine too, its
+	// containers are shown once, on the instance.
+	if haveProgram("docker") {
+		tmp, err := os.MkdirTemp("", "taoflow-reap-")
+		if err != nil {
+			return nil, closeAll, err
+		}
+		closers = append(closers, func() { _ = os.RemoveAll(tmp) })
+		lp := local.New(tmp)
+		inst, err := lp.Create(ctx, "reap", platform.Spec{Name: "docker"})
+		if err != nil {
+			return nil, closeAll, err
+		}
+		hosts = append(hosts, &dockerHost{label: "this machine", steps: steps.New(steps.Config{Platform: lp, RunID: "reap"}), inst: inst})
+	}
+	return hosts, closeAll, nil
 }
 
 // knownResources reads what the state in dir accounts for: "brev:NAME" and

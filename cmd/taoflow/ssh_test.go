@@ -7,6 +7,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 )
 
@@ -25,6 +26,7 @@ func TestSSHScripts(t *testing.T) {
 		}
 		homes[alias] = home
 	}
+	image := testrig.BuildTrainerImage(t, "")
 	config, err := os.ReadFile(srv.ConfigFile)
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +36,8 @@ func TestSSHScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("HOME_A", homes["box-a"])
 			env.Setenv("HOME_B", homes["box-b"])
+			env.Setenv("LOCAL_IMAGE", image)
+			env.Setenv("NAME", testrig.UniqueName(t)+"-"+filepath.Base(env.WorkDir))
 			return os.WriteFile(filepath.Join(env.WorkDir, "ssh_config"), config, 0o600)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
