@@ -76,11 +76,9 @@ type Brev struct {
 	env       []string
 	maxOutput int // cap of each captured stream of Exec; tests lower it
 
-	sshCfg  ssh.Config // for TransportSSH, with its defaults filled in
-	sshMu   sync.Mutex
-	ssh     *ssh.SSH // made by the first Exec (see transport)
-	sshDir  string   // its control directory
-	madeDir bool     // made by this Brev, which removes it
+	sshCfg ssh.Config // for TransportSSH, with its defaults filled in
+	sshMu  sync.Mutex
+	ssh    *ssh.SSH // made by the first Exec (see transport)
 
 	checkMu sync.Mutex
 	bin     string // absolute path of the brev CLI, once Check succeeded

@@ -764,3 +764,33 @@ func TestNoSecretOnArgv(t *testing.T) {
 		})
 	}
 }
+
+// TestDisconnect: Disconnect makes the master connection to one instance
+// exit (a platform calls it before the instance goes away); the next Exec
+// connects again.
+func TestDisconnect(t *testing.T) {
+	srv := sshtest.Start(t)
+	s, inst := newSSH(t, srv, Config{})
+	ctx := context.Background()
+	if res, err := s.Exec(ctx, inst, "echo one", nil); err != nil || string(res.Stdout) != "one\n" {
+		t.Fatalf("Exec = %q, %v", res.Stdout, err)
+	}
+	s.mu.Lock()
+	dir := s.dir
+	s.mu.Unlock()
+	if len(masters(dir)) != 1 {
+		t.Fatalf("masters after the first Exec: %v, want one", masters(dir))
+	}
+	s.Disconnect(ctx, inst)
+	if left := masters(dir); len(left) != 0 {
+		t.Errorf("masters after Disconnect: %v", left)
+	}
+	if res, err := s.Exec(ctx, inst, "echo two", nil); err != nil || string(res.Stdout) != "two\n" {
+		t.Fatalf("Exec after Disconnect = %q, %v", res.Stdout, err)
+	}
+	if n := srv.Handshakes(); n != 2 {
+		t.Errorf("%d handshakes, want 2 (one per master)", n)
+	}
+	// An instance never used: nothing to do.
+	s.Disconnect(ctx, platform.Instance{Name: "other", Ref: "nobody@127.0.0.1:1"})
+}

@@ -397,6 +397,39 @@ func (s *SSH) Close() error {
 	return errors.Join(errs...)
 }
 
+// Disconnect asks the master connection to inst, if there is one, to exit
+// and waits for it to go; a later Exec on inst connects again. A platform
+// whose hosts go away (a deleted cloud instance, whose name then no longer
+// resolves, so that Close could not ask its master) calls it before the
+// host goes.
+func (s *SSH) Disconnect(ctx context.Context, inst platform.Instance) {
+	s.mu.Lock()
+	h := s.hosts[inst.Ref]
+	s.mu.Unlock()
+	if h == nil || s.cfg.NoMultiplex || !h.used.Load() {
+		return
+	}
+	h.connect.Lock()
+	defer h.connect.Unlock()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	// Exit 255 with "No such file" means there is no master: fine.
+	_ = s.command(cctx, h, []string{"-O", "exit"}, "").Run()
+	h.fresh.Store(0)
+	h.used.Store(false)
+	// "-O exit" returns once the master has been asked; wait for it to go.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cctx.Err() != nil || !s.masterUp(cctx, h) {
+			return
+		}
+	}
+}
+
+// masterUp reports whether h's master answers ssh -O check.
+func (s *SSH) masterUp(ctx context.Context, h *host) bool {
+	return s.command(ctx, h, []string{"-O", "check"}, "").Run() == nil
+}
+
 // masters returns the ssh processes whose command line names a socket in
 // dir: the master connections of this SSH (a master renames itself
 // "ssh: <socket> [mux]", or keeps the argv with ControlPath=<dir>/%C). It
