@@ -359,9 +359,10 @@ func brevCreate(t *testing.T, f *brevtest.Fake, name string) {
 	}
 }
 
-// recordBrevInstance writes into the state in dir a dead run that created
-// brev instance name for its instance inst, as apply records it.
-func recordBrevInstance(t *testing.T, dir, run, inst, name string) {
+// recordBrevInstance writes into the state in dir a dead run (of the plan
+// of hash planHash) that created brev instance name for its instance
+// inst, as apply records it.
+func recordBrevInstance(t *testing.T, dir, run, planHash, inst, name string) {
 	t.Helper()
 	ctx := context.Background()
 	store, err := state.Open(filepath.Join(dir, ".taoflow"))
@@ -369,7 +370,8 @@ func recordBrevInstance(t *testing.T, dir, run, inst, name string) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if err := store.CreateRun(ctx, state.Run{ID: run, Name: "ghost", State: state.RunRunning, PID: 0, Host: "elsewhere", StartedAt: time.Now()}); err != nil {
+	if err := store.CreateRun(ctx, state.Run{ID: run, Name: "ghost", PlanHash: planHash, Vars: map[string]string{},
+		State: state.RunRunning, Host: "elsewhere", StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	id, err := store.RecordIntent(ctx, state.Resource{RunID: run, Kind: state.KindInstance, Name: inst, Instance: inst, Platform: "brev"})
@@ -398,7 +400,7 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	f.AddExisting("my-box")
 	brevCreate(t, f, "tf-lost-0101-000000-aaaa-gpu")
 	brevCreate(t, f, "tf-dead-0101-000000-bbbb-gpu")
-	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "gpu", "tf-dead-0101-000000-bbbb-gpu")
+	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "", "gpu", "tf-dead-0101-000000-bbbb-gpu")
 
 	code, out, errOut := applyCLI(t, "reap")
 	if code != exitOK {
@@ -539,23 +541,7 @@ func TestBrevResumeUsesInstance(t *testing.T) {
 	name := "tf-" + run + "-gpu"
 	brevCreate(t, f, name)
 	sum := sha256.Sum256([]byte(brevResumePlan))
-	ctx := context.Background()
-	store, err := state.Open(filepath.Join(dir, ".taoflow"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.CreateRun(ctx, state.Run{ID: run, Name: "brev-resume", PlanFile: "resume.yaml", PlanHash: hex.EncodeToString(sum[:]),
-		Vars: map[string]string{}, State: state.RunRunning, Host: "elsewhere", StartedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	id, err := store.RecordIntent(ctx, state.Resource{RunID: run, Kind: state.KindInstance, Name: "gpu", Instance: "gpu", Platform: "brev"})
-	if err == nil {
-		err = store.MarkCreated(ctx, id, map[string]string{"ref": name})
-	}
-	store.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recordBrevInstance(t, dir, run, hex.EncodeToString(sum[:]), "gpu", name)
 
 	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "resume.yaml", "--resume", run)
 	if code != exitOK {
