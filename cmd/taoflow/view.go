@@ -101,6 +101,8 @@ type liveView struct {
 	order   []string
 	lines   int // lines drawn last time
 	notes   []string
+	insts   map[string]string // instance → what it is doing, for the instances line
+	iorder  []string
 	stop    chan struct{}
 	done    chan struct{}
 	started time.Time
@@ -112,7 +114,8 @@ type liveRow struct {
 }
 
 func newLiveView(w io.Writer, g *engine.Graph, size func() (int, int)) *liveView {
-	v := &liveView{w: w, width: size, rows: map[string]*liveRow{}, stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
+	v := &liveView{w: w, width: size, rows: map[string]*liveRow{}, insts: map[string]string{},
+		stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
 	for _, n := range g.Nodes {
 		v.rows[n.ID] = &liveRow{node: n.ID, instance: n.Instance, state: "pending"}
 		v.order = append(v.order, n.ID)
@@ -124,6 +127,28 @@ func newLiveView(w io.Writer, g *engine.Graph, size func() (int, int)) *liveView
 func (v *liveView) Event(e engine.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if e.Instance != "" && e.Node == "" {
+		if _, ok := v.insts[e.Instance]; !ok {
+			v.iorder = append(v.iorder, e.Instance)
+		}
+		switch e.Type {
+		case engine.InstanceAcquire:
+			v.insts[e.Instance] = "preparing"
+		case engine.InstanceProgress:
+			v.insts[e.Instance] = e.Message
+		case engine.InstanceReady:
+			v.insts[e.Instance] = "ready"
+		case engine.InstanceFailed:
+			v.insts[e.Instance] = "FAILED"
+		case engine.InstanceRelease:
+			v.insts[e.Instance] = "releasing (" + e.Message + ")"
+		case engine.InstanceReleased:
+			v.insts[e.Instance] = e.Message
+		case engine.InstanceLeft:
+			v.insts[e.Instance] = "NOT RELEASED"
+		default:
+		}
+	}
 	row := v.rows[e.Node]
 	switch e.Type {
 	case engine.NodePlaced:
@@ -182,7 +207,7 @@ func (v *liveView) draw() {
 		counts[r.state]++
 		active = append(active, r)
 	}
-	max := rowsAvail - 4 - len(v.notes)
+	max := rowsAvail - 5 - len(v.notes)
 	if max < 5 {
 		max = 5
 	}
@@ -212,6 +237,13 @@ func (v *liveView) draw() {
 		}
 	}
 	out = append(out, fmt.Sprintf("%s elapsed — %s", elapsed(now.Sub(v.started)), strings.Join(summary, ", ")))
+	if len(v.iorder) > 0 {
+		var insts []string
+		for _, name := range v.iorder {
+			insts = append(insts, name+": "+v.insts[name])
+		}
+		out = append(out, clipText("instances — "+strings.Join(insts, " · "), cols-1))
+	}
 	out = append(out, v.notes...)
 	var b strings.Builder
 	if v.lines > 0 {

@@ -37,6 +37,8 @@ steps:
 	v.Event(engine.Event{Time: now, Type: engine.NodeEnded, Node: "train[lr=0.1]", Instance: "a", State: engine.Succeeded})
 	v.Event(engine.Event{Time: now, Type: engine.NodeStarted, Node: "wait[lr=0.1]", Instance: "a", Attempt: 1})
 	v.Event(engine.Event{Time: now, Type: engine.NodeProgress, Node: "wait[lr=0.1]", Message: "epoch 3/10 loss 0.21"})
+	v.Event(engine.Event{Time: now, Type: engine.InstanceAcquire, Instance: "a"})
+	v.Event(engine.Event{Time: now, Type: engine.InstanceProgress, Instance: "a", Message: "DEPLOYING (1m10s)"})
 	v.Close()
 	frames := strings.Split(out.String(), "\x1b[J")
 	last := frames[len(frames)-1]
@@ -46,6 +48,7 @@ steps:
 		"wait[lr=0.1]", "running", "epoch 3/10 loss 0.21",
 		"train[lr=0.01]", "pending",
 		"1 running, 2 pending, 1 succeeded",
+		"instances — a: DEPLOYING (1m10s)",
 	} {
 		if !strings.Contains(last, want) {
 			t.Errorf("the last frame lacks %q:\n%s", want, last)
