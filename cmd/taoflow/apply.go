@@ -148,6 +148,14 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		// instance released early does not close the others'.
 		defer func() { _ = c.Close() }()
 	}
+	if c, ok := pf.(interface {
+		Check(context.Context) (string, error)
+	}); ok {
+		// A missing or too old brev CLI is found before anything starts.
+		if _, err := c.Check(parent); err != nil {
+			return usageError(fmt.Errorf("%s: %w", p.File, err))
+		}
+	}
 	store, err := state.Open(g.stateDir, state.WithRedactor(red.Redact))
 	if err != nil {
 		return err

@@ -565,3 +565,29 @@ func TestBrevResumeUsesInstance(t *testing.T) {
 	}
 	f.CheckNoneAlive(t)
 }
+
+// TestBrevCLIChecked: without a brev CLI, or with one too old, apply stops
+// before it starts anything (exit 2) and says what to do.
+func TestBrevCLIChecked(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{Version: "v0.6.319"})
+	if err := os.WriteFile("p.yaml", []byte(brevResumePlan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	if code != exitUsage || !strings.Contains(errOut, "v0.6.319") || !strings.Contains(errOut, "v0.6.320") {
+		t.Errorf("an old brev: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("PATH", "/nonexistent")
+	code, out, errOut = applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	if code != exitUsage || !strings.Contains(errOut, "brev") {
+		t.Errorf("no brev on PATH: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, c := range f.Calls() {
+		if c.Command != "version" {
+			t.Errorf("brev %s ran although the CLI check failed", strings.Join(c.Args, " "))
+		}
+	}
+	if _, err := os.Stat(".taoflow"); err == nil {
+		t.Error("a run was recorded although nothing could start")
+	}
+}

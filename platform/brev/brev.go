@@ -259,7 +259,7 @@ func lookPath(file, path string) (string, error) {
 			return filepath.Abs(p)
 		}
 	}
-	return "", fmt.Errorf("brev CLI %q not found on PATH (%s): install it (https://docs.nvidia.com/brev) or set the binary to its path", file, path)
+	return "", fmt.Errorf("brev CLI %q not found on PATH (%s): install it (https://docs.nvidia.com/brev) or give its path (a plan's platform.binary)", file, path)
 }
 
 func executable(p string) error {
