@@ -44,6 +44,29 @@ func brevEnv(t *testing.T, opts brevtest.Options) (*brevtest.Fake, string) {
 	return f, dir
 }
 
+// brevEnvirons looks at the environment of every running process of the
+// fake brev binary: how many it saw, and those holding text.
+func brevEnvirons(binary, text string) (int, []string) {
+	seen := 0
+	var leaked []string
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.HasPrefix(b, []byte(binary+"\x00")) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(filepath.Dir(p), "environ"))
+		if err != nil {
+			continue
+		}
+		seen++
+		if bytes.Contains(env, []byte(text)) {
+			leaked = append(leaked, "environment of "+filepath.Dir(p)+" ("+string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))+")")
+		}
+	}
+	return seen, leaked
+}
+
 // applyCLI runs `taoflow ARGS` in this process and returns its exit code,
 // stdout and stderr.
 func applyCLI(t *testing.T, args ...string) (int, string, string) {
@@ -120,6 +143,7 @@ func TestBrevSweep(t *testing.T) {
 
 	stop := make(chan struct{})
 	var leaks []string
+	brevSeen := 0
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -130,6 +154,9 @@ func TestBrevSweep(t *testing.T) {
 				return
 			case <-time.After(10 * time.Millisecond):
 				leaks = append(leaks, processesWith(secretValue)...)
+				seen, leaked := brevEnvirons(f.Binary, secretValue)
+				brevSeen += seen
+				leaks = append(leaks, leaked...)
 			}
 		}
 	}()
@@ -140,7 +167,10 @@ func TestBrevSweep(t *testing.T) {
 		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	if len(leaks) > 0 {
-		t.Errorf("the secret was on a command line: %s", leaks[0])
+		t.Errorf("the secret was on a command line or in brev's environment: %s", leaks[0])
+	}
+	if brevSeen == 0 {
+		t.Error("the sampler never saw a brev process: the environment check proves nothing")
 	}
 	// The instances tick together (any ls is a tick of all), so which of
 	// them is seen DEPLOYING depends on timing; the first poll sees one.
@@ -589,5 +619,15 @@ func TestBrevCLIChecked(t *testing.T) {
 	}
 	if _, err := os.Stat(".taoflow"); err == nil {
 		t.Error("a run was recorded although nothing could start")
+	}
+}
+
+// TestBrevEnvironmentHasNoSecrets: the brev CLI runs without the plan's
+// secret values in its environment.
+func TestBrevEnvironmentHasNoSecrets(t *testing.T) {
+	got := environWithout([]string{"PATH=/bin", "NGC_KEY=nvapi-x", "HOME=/h", "AWS_SECRET_ACCESS_KEY=y", "NGC_KEY_OTHER=z"},
+		[]string{"NGC_KEY", "AWS_SECRET_ACCESS_KEY"})
+	if want := []string{"PATH=/bin", "HOME=/h", "NGC_KEY_OTHER=z"}; !slices.Equal(got, want) {
+		t.Errorf("environWithout = %q, want %q", got, want)
 	}
 }

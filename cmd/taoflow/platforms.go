@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,7 +81,27 @@ func resolveBinary(bin, base string) string {
 // newPlatform builds the platform of a plan for run; progress, when not
 // nil, hears what it says while it prepares instances.
 func newPlatform(p *plan.Plan, run, stateDir string, progress *progressRelay) (platform.Platform, error) {
+	if p.Platform.Kind == plan.PlatformBrev {
+		cfg := brevConfig(platformData(p), run)
+		cfg.Progress = progress.send
+		// brev runs with taoflow's environment, less the plan's secrets:
+		// their values are for the instances, on stdin, and nothing else.
+		cfg.Env = environWithout(os.Environ(), p.SecretNames())
+		return brev.New(cfg)
+	}
 	return buildPlatform(p.Platform.Kind, platformData(p), run, stateDir, progress.send)
+}
+
+// environWithout returns env without the variables named in names.
+func environWithout(env, names []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // progressRelay passes a platform's progress lines about instances on as
