@@ -59,6 +59,13 @@ type Creator interface {
 	Create(ctx context.Context, run string, spec Spec) (Instance, error)
 }
 
+// Namer is a Creator whose instances' Refs follow from the run and the
+// spec, so the Ref can be recorded before Create (a process killed during
+// Create leaves a name that destroy and reap can find).
+type Namer interface {
+	InstanceRef(run string, spec Spec) string
+}
+
 // Deleter is a Platform that can delete instances. Deleting an instance that
 // is already gone succeeds.
 type Deleter interface {

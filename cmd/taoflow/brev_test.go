@@ -631,3 +631,35 @@ func TestBrevEnvironmentHasNoSecrets(t *testing.T) {
 		t.Errorf("environWithout = %q, want %q", got, want)
 	}
 }
+
+// TestBrevCreateFails: an instance that ends in FAILURE is deleted by the
+// platform and its nodes fail, but nothing is left, so the run ends with
+// exit 1 (not 3), and its name was recorded before brev create ran.
+func TestBrevCreateFails(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{})
+	if err := os.WriteFile("p.yaml", []byte(brevResumePlan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.Inject(brevtest.Fault{Kind: "create-failure"})
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	if code != exitFailed {
+		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out+errOut, "FAILURE") {
+		t.Errorf("the failure is not reported:\n%s%s", out, errOut)
+	}
+	f.CheckNoneAlive(t)
+	store, err := state.OpenReadOnly(filepath.Join(dir, ".taoflow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, err := store.LatestRun(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := store.Resources(context.Background(), r.ID)
+	if err != nil || len(res) != 1 || res[0].Data["ref"] != "tf-"+r.ID+"-gpu" {
+		t.Errorf("recorded resources %+v, %v; want the instance with its name", res, err)
+	}
+}

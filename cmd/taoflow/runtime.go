@@ -77,8 +77,14 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	if res, ok := in.prior[name]; ok && adoptable(in.platform.Kind(), res) {
 		return in.adopt(ctx, creator, spec, res)
 	}
+	intent := platformData(in.plan)
+	if n, ok := in.platform.(platform.Namer); ok {
+		// The name it will have, so that a crash during Create leaves
+		// something destroy and reap can find.
+		intent["ref"] = n.InstanceRef(in.run, spec)
+	}
 	id, err := in.store.RecordIntent(ctx, state.Resource{RunID: in.run, Kind: state.KindInstance, Name: name, Instance: name,
-		Platform: in.platform.Kind(), Data: platformData(in.plan)})
+		Platform: in.platform.Kind(), Data: intent})
 	if err != nil {
 		return fmt.Errorf("recording instance %s before creating it: %w", name, err)
 	}

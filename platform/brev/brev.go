@@ -95,6 +95,7 @@ var (
 	_ platform.Stopper  = (*Brev)(nil)
 	_ platform.Lister   = (*Brev)(nil)
 	_ platform.Closer   = (*Brev)(nil)
+	_ platform.Namer    = (*Brev)(nil)
 )
 
 // maxExecOutput is the most bytes of each of stdout and stderr that Exec

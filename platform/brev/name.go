@@ -3,6 +3,8 @@ package brev
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/taoflow/taoflow/platform"
 )
 
 // Prefix begins the name of every instance taoflow creates on Brev, so that
@@ -11,6 +13,15 @@ const Prefix = "tf-"
 
 // maxName is the longest instance name brev create accepts.
 const maxName = 63
+
+// InstanceRef is InstanceName for the instance spec describes: the name
+// Create gives it (platform.Namer). An existing instance keeps its name.
+func (b *Brev) InstanceRef(run string, spec platform.Spec) string {
+	if spec.Existing != "" {
+		return spec.Existing
+	}
+	return InstanceName(run, spec.Name)
+}
 
 // InstanceName returns the Brev name of plan instance instance of run run:
 // "tf-<run>-<instance>". Characters brev does not allow in a name (it wants

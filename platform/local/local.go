@@ -25,6 +25,7 @@ var (
 	_ platform.Creator  = (*Local)(nil)
 	_ platform.Deleter  = (*Local)(nil)
 	_ platform.Lister   = (*Local)(nil)
+	_ platform.Namer    = (*Local)(nil)
 )
 
 // MaxOutput is the most bytes of each of stdout and stderr that Exec keeps.
@@ -85,6 +86,16 @@ func (l *Local) Create(ctx context.Context, run string, spec platform.Spec) (pla
 		Created: true,
 		Attrs:   map[string]string{"run": run},
 	}, nil
+}
+
+// InstanceRef is the sandbox directory Create makes for spec in run
+// (platform.Namer).
+func (l *Local) InstanceRef(run string, spec platform.Spec) string {
+	root, err := filepath.Abs(l.root)
+	if err != nil {
+		root = l.root
+	}
+	return filepath.Join(root, run, spec.Name)
 }
 
 // mkdirPrivate makes dir with mode 0700 (and its parents, for the root), and

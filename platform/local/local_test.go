@@ -231,3 +231,17 @@ func TestTail(t *testing.T) {
 		})
 	}
 }
+
+// TestInstanceRef: the sandbox named before Create is the one Create makes.
+func TestInstanceRef(t *testing.T) {
+	l := New(t.TempDir())
+	spec := platform.Spec{Name: "gpu"}
+	want := l.InstanceRef("r1", spec)
+	inst, err := l.Create(context.Background(), "r1", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Ref != want {
+		t.Errorf("InstanceRef = %q, Create made %q", want, inst.Ref)
+	}
+}
