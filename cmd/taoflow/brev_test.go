@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -392,7 +393,7 @@ func brevCreate(t *testing.T, f *brevtest.Fake, name string) {
 // recordBrevInstance writes into the state in dir a dead run (of the plan
 // of hash planHash) that created brev instance name for its instance
 // inst, as apply records it.
-func recordBrevInstance(t *testing.T, dir, run, planHash, inst, name string) {
+func recordBrevInstance(t *testing.T, dir, run, planHash, inst, name string, created bool) {
 	t.Helper()
 	ctx := context.Background()
 	store, err := state.Open(filepath.Join(dir, ".taoflow"))
@@ -404,9 +405,13 @@ func recordBrevInstance(t *testing.T, dir, run, planHash, inst, name string) {
 		State: state.RunRunning, Host: "elsewhere", StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := store.RecordIntent(ctx, state.Resource{RunID: run, Kind: state.KindInstance, Name: inst, Instance: inst, Platform: "brev"})
+	id, err := store.RecordIntent(ctx, state.Resource{RunID: run, Kind: state.KindInstance, Name: inst, Instance: inst,
+		Platform: "brev", Data: map[string]string{"ref": name}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !created {
+		return // the apply died during brev create
 	}
 	if err := store.MarkCreated(ctx, id, map[string]string{"ref": name}); err != nil {
 		t.Fatal(err)
@@ -430,7 +435,7 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	f.AddExisting("my-box")
 	brevCreate(t, f, "tf-lost-0101-000000-aaaa-gpu")
 	brevCreate(t, f, "tf-dead-0101-000000-bbbb-gpu")
-	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "", "gpu", "tf-dead-0101-000000-bbbb-gpu")
+	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "", "gpu", "tf-dead-0101-000000-bbbb-gpu", true)
 
 	code, out, errOut := applyCLI(t, "reap")
 	if code != exitOK {
@@ -562,38 +567,43 @@ finally:
 // created its brev instance uses that instance again (no second create),
 // runs what is left on it, and deletes it at the end.
 func TestBrevResumeUsesInstance(t *testing.T) {
-	f, dir := brevEnv(t, brevtest.Options{})
-	if err := os.WriteFile("resume.yaml", []byte(brevResumePlan), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// What a dead apply left: the run, and its instance, created.
-	const run = "brev-resume-0101-000000-cccc"
-	name := "tf-" + run + "-gpu"
-	brevCreate(t, f, name)
-	sum := sha256.Sum256([]byte(brevResumePlan))
-	recordBrevInstance(t, dir, run, hex.EncodeToString(sum[:]), "gpu", name)
-
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "resume.yaml", "--resume", run)
-	if code != exitOK {
-		t.Fatalf("apply --resume exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-	}
-	creates := 0
-	for _, c := range f.Calls() {
-		if c.Command == "create" {
-			creates++
-		}
-	}
-	if creates != 1 {
-		t.Errorf("%d brev creates, want only the first attempt's", creates)
-	}
-	for _, in := range f.Instances() {
-		if in.Name == name {
-			if b, err := os.ReadFile(filepath.Join(in.Sandbox, "launches")); err != nil || string(b) != "ran\n" {
-				t.Errorf("the job on the resumed instance: %q, %v", b, err)
+	for _, created := range []bool{true, false} {
+		t.Run(fmt.Sprintf("created=%t", created), func(t *testing.T) {
+			f, dir := brevEnv(t, brevtest.Options{})
+			if err := os.WriteFile("resume.yaml", []byte(brevResumePlan), 0o600); err != nil {
+				t.Fatal(err)
 			}
-		}
+			// What a dead apply left: the run, and its instance, created
+			// (or made by brev while the apply died during brev create).
+			const run = "brev-resume-0101-000000-cccc"
+			name := "tf-" + run + "-gpu"
+			brevCreate(t, f, name)
+			sum := sha256.Sum256([]byte(brevResumePlan))
+			recordBrevInstance(t, dir, run, hex.EncodeToString(sum[:]), "gpu", name, created)
+
+			code, out, errOut := applyCLI(t, "apply", "--output", "plain", "resume.yaml", "--resume", run)
+			if code != exitOK {
+				t.Fatalf("apply --resume exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			creates := 0
+			for _, c := range f.Calls() {
+				if c.Command == "create" {
+					creates++
+				}
+			}
+			if creates != 1 {
+				t.Errorf("%d brev creates, want only the first attempt's", creates)
+			}
+			for _, in := range f.Instances() {
+				if in.Name == name {
+					if b, err := os.ReadFile(filepath.Join(in.Sandbox, "launches")); err != nil || string(b) != "ran\n" {
+						t.Errorf("the job on the resumed instance: %q, %v", b, err)
+					}
+				}
+			}
+			f.CheckNoneAlive(t)
+		})
 	}
-	f.CheckNoneAlive(t)
 }
 
 // TestBrevCLIChecked: without a brev CLI, or with one too old, apply stops

@@ -17,7 +17,7 @@ import (
 type resumed struct {
 	run       state.Run
 	nodes     []state.Node
-	instances map[string]state.Resource // instance resources that may still exist, by instance name
+	instances map[string]state.Resource // instance resources created or being created, by instance name
 }
 
 // loadResumed reads run id (or "latest") from the state in dir. It refuses a
@@ -48,7 +48,7 @@ func loadResumed(ctx context.Context, dir, id string) (*resumed, error) {
 	}
 	res := &resumed{run: r, nodes: nodes, instances: map[string]state.Resource{}}
 	for _, a := range alive {
-		if a.Kind == state.KindInstance && a.State == state.ResourceCreated {
+		if a.Kind == state.KindInstance && (a.State == state.ResourceCreated || a.State == state.ResourceIntent) {
 			res.instances[a.Instance] = a
 		}
 	}

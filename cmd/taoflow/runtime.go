@@ -74,7 +74,7 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		in.mu.Unlock()
 		return nil
 	}
-	if res, ok := in.prior[name]; ok && adoptable(in.platform.Kind(), res) {
+	if res, ok := in.prior[name]; ok && adoptable(in.platform.Kind(), res) && in.exists(ctx, res) {
 		return in.adopt(ctx, creator, spec, res)
 	}
 	intent := platformData(in.plan)
@@ -125,6 +125,30 @@ func (in *instances) adopt(ctx context.Context, creator platform.Creator, spec p
 	in.live[spec.Name] = inst
 	in.mu.Unlock()
 	return nil
+}
+
+// exists says whether the instance of resource res (from an earlier attempt
+// of the run) is there to be used again: created, or being created when
+// that attempt died and found in the platform's list. When in doubt it is
+// not, and a new create meets it (and, failing, deletes it).
+func (in *instances) exists(ctx context.Context, res state.Resource) bool {
+	if res.State == state.ResourceCreated || in.platform.Kind() == plan.PlatformLocal {
+		return true
+	}
+	l, ok := in.platform.(platform.Lister)
+	if !ok {
+		return false
+	}
+	all, err := l.List(ctx)
+	if err != nil {
+		return false
+	}
+	for _, i := range all {
+		if i.Ref == res.Data["ref"] {
+			return true
+		}
+	}
+	return false
 }
 
 // Release stops the run's jobs on the instance, then deletes (or stops) it
