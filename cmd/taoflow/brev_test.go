@@ -455,7 +455,7 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	}
 
 	code, out, errOut = applyCLI(t, "reap", "--yes")
-	if code != exitOK || !strings.Contains(out, "brev instance tf-lost-0101-000000-aaaa-gpu: deleted") {
+	if code != exitOK || !strings.Contains(out, "brev instance tf-lost-0101-000000-aaaa-gpu: removed") {
 		t.Fatalf("reap --yes exit %d\n%s%s", code, out, errOut)
 	}
 	if st := instanceStatus(f, "tf-lost-0101-000000-aaaa-gpu"); st != "DELETING" && st != "gone" {

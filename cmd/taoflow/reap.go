@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 
 type reapFlags struct {
 	yes    bool
+	json   bool
 	binary string
 	plans  []string
 }
@@ -59,6 +61,7 @@ run on another machine looks the same as a leftover. Read the list before
 		},
 	}
 	cmd.Flags().BoolVar(&f.yes, "yes", false, "delete what is found (without it, only list)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print what was found (and done) as JSON")
 	cmd.Flags().StringVar(&f.binary, "brev-binary", "", "the brev CLI (default: brev on PATH; skipped when there is none)")
 	cmd.Flags().StringArrayVar(&f.plans, "plan", nil, "also look at the containers on the ssh hosts and existing brev instances of `PLAN` (repeatable)")
 	return cmd
@@ -66,7 +69,13 @@ run on another machine looks the same as a leftover. Read the list before
 
 // orphan is one leftover reap found.
 type orphan struct {
-	kind, name, detail string
+	Kind   string `json:"kind"` // "brev instance" or "container"
+	Name   string `json:"name"`
+	Detail string `json:"detail"`
+	// Removed is set with --yes: whether it is gone; Error says why not.
+	Removed *bool  `json:"removed,omitempty"`
+	Error   string `json:"error,omitempty"`
+	host    *dockerHost
 }
 
 func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
@@ -96,7 +105,7 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 				fmt.Fprintf(sio.err, "taoflow: brev instance %s belongs to run %s in the state; not reaped (taoflow destroy %s)\n", in.Ref, run, run)
 				continue
 			}
-			found = append(found, orphan{"brev instance", in.Ref, in.Attrs["status"] + " " + in.Attrs["type"]})
+			found = append(found, orphan{Kind: "brev instance", Name: in.Ref, Detail: strings.TrimSpace(in.Attrs["status"] + " " + in.Attrs["type"])})
 		}
 	}
 
@@ -131,51 +140,98 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 				fmt.Fprintf(sio.err, "taoflow: container %s on %s belongs to a run driven from %s; not reaped from here\n", c.Name, h.label, owner)
 				continue
 			}
-			found = append(found, orphan{"container", c.Name, c.State + ", run " + c.Run + ", on " + h.label})
+			found = append(found, orphan{Kind: "container", Name: c.Name, Detail: c.State + ", run " + c.Run + ", on " + h.label, host: h})
 			h.names = append(h.names, c.Name)
 		}
 	}
 
-	if len(found) == 0 {
-		fmt.Fprintln(sio.out, "nothing to reap")
-		return joinProblems(sio, problems)
-	}
-	for _, o := range found {
-		fmt.Fprintf(sio.out, "%-14s %-50s %s\n", o.kind, o.name, strings.TrimSpace(o.detail))
-	}
 	if !f.yes {
-		fmt.Fprintf(sio.out, "%d found; run 'taoflow reap --yes' to delete them\n", len(found))
-		return joinProblems(sio, problems)
+		return reapReport(sio, f, found, problems)
 	}
 	left := 0
-	for _, o := range found {
-		if o.kind != "brev instance" {
+	for i := range found {
+		o := &found[i]
+		if o.Kind != "brev instance" {
 			continue
 		}
 		dctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-		err := bv.Delete(dctx, platform.Instance{Name: o.name, Ref: o.name, Created: true})
+		err := bv.Delete(dctx, platform.Instance{Name: o.Name, Ref: o.Name, Created: true})
 		cancel()
+		o.done(err)
 		if err != nil {
 			left++
-			fmt.Fprintf(sio.out, "brev instance %s: NOT deleted: %v\n", o.name, err)
-			continue
 		}
-		fmt.Fprintf(sio.out, "brev instance %s: deleted\n", o.name)
 	}
 	for _, h := range hosts {
 		if len(h.names) == 0 {
 			continue
 		}
-		if err := h.steps.RemoveContainers(ctx, h.inst, h.names); err != nil {
-			left += len(h.names)
-			fmt.Fprintf(sio.out, "containers %s on %s: NOT all removed: %v\n", strings.Join(h.names, " "), h.label, err)
-		} else {
-			fmt.Fprintf(sio.out, "containers %s on %s: removed\n", strings.Join(h.names, " "), h.label)
+		err := h.steps.RemoveContainers(ctx, h.inst, h.names)
+		for i := range found {
+			if found[i].host == h {
+				found[i].done(err)
+				if err != nil {
+					left++
+				}
+			}
 		}
+	}
+	if err := reapReport(sio, f, found, problems); err != nil {
+		return err
 	}
 	if left > 0 {
 		fmt.Fprintf(sio.err, "taoflow: %d could not be removed; they may still exist (and bill)\n", left)
 		return silent(exitTeardown)
+	}
+	return nil
+}
+
+// done records what removing o did.
+func (o *orphan) done(err error) {
+	removed := err == nil
+	o.Removed = &removed
+	if err != nil {
+		o.Error = err.Error()
+	}
+}
+
+// reapReport prints what reap found (and, with --yes, did), as lines or
+// as one JSON object.
+func reapReport(sio stdio, f reapFlags, found []orphan, problems []error) error {
+	if f.json {
+		var probs []string
+		for _, p := range problems {
+			probs = append(probs, p.Error())
+		}
+		enc := json.NewEncoder(sio.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			Found    []orphan `json:"found"`
+			Problems []string `json:"problems,omitempty"`
+		}{append([]orphan{}, found...), probs}); err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			return silent(exitFailed)
+		}
+		return nil
+	}
+	if len(found) == 0 {
+		fmt.Fprintln(sio.out, "nothing to reap")
+		return joinProblems(sio, problems)
+	}
+	for _, o := range found {
+		switch {
+		case o.Removed == nil:
+			fmt.Fprintf(sio.out, "%-14s %-50s %s\n", o.Kind, o.Name, o.Detail)
+		case *o.Removed:
+			fmt.Fprintf(sio.out, "%s %s: removed\n", o.Kind, o.Name)
+		default:
+			fmt.Fprintf(sio.out, "%s %s: NOT removed: %s\n", o.Kind, o.Name, o.Error)
+		}
+	}
+	if !f.yes {
+		fmt.Fprintf(sio.out, "%d found; run 'taoflow reap --yes' to delete them\n", len(found))
 	}
 	return joinProblems(sio, problems)
 }
