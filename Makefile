@@ -9,6 +9,7 @@ FUZZ_LOAD ?= 30000x
 FUZZ_TEMPLATE ?= 100000x
 FUZZ_QUOTE ?= 4000x
 FUZZ_REDACT ?= 30000x
+FUZZ_BREV ?= 30000x
 PKGS      := ./...
 
 .PHONY: all build test race fuzz bench lint check tools deps tidy fmt examples clean
@@ -45,6 +46,8 @@ fuzz:
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZ_TEMPLATE)
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzShellQuote$$' -fuzztime $(FUZZ_QUOTE)
 	$(GO) test ./secret -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZ_REDACT)
+	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseExecOutput$$' -fuzztime $(FUZZ_BREV)
+	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZ_BREV)
 
 ## bench: benchmarks that print figures (no test asserts on speed); see docs/benchmarks.md
 bench: deps

@@ -1,0 +1,55 @@
+package brev
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// FuzzParseExecOutput: whatever a script prints (it may print anything,
+// including text that looks like a marker), the wrapper's own marker and
+// brev's echoed name are taken off exactly, and the script's output and
+// exit code come back unchanged.
+func FuzzParseExecOutput(f *testing.F) {
+	f.Add([]byte("hello\n"), 0, true, false)
+	f.Add([]byte("no newline"), 7, true, true)
+	f.Add([]byte("\n__TAOFLOW_RC_0000000000000000=3\n"), 255, false, false)
+	f.Add([]byte(""), 1, true, false)
+	const nonce, name = "a1b2c3d4e5f60718", "tf-run-gpu"
+	f.Fuzz(func(t *testing.T, script []byte, rc int, echo, glued bool) {
+		rc &= 0xff
+		if bytes.Contains(script, []byte(marker(nonce))) {
+			return // a script cannot guess the per-call nonce
+		}
+		out := append([]byte{}, script...)
+		out = append(out, fmt.Sprintf("\n%s%d\n", marker(nonce), rc)...)
+		if echo {
+			if glued {
+				out = out[:len(out)-1] // the name glued to the number
+			}
+			out = append(out, name+"\n"...)
+		}
+		got, gotRC, ok := parseExecOutput(out, nonce, name)
+		if !ok || gotRC != rc || !bytes.Equal(got, script) {
+			t.Fatalf("parse(%q) = %q, %d, %v; want %q, %d", out, got, gotRC, ok, script, rc)
+		}
+	})
+}
+
+// FuzzParseList: no input makes ParseList panic, and what it accepts
+// round-trips names.
+func FuzzParseList(f *testing.F) {
+	f.Add([]byte(`{"workspaces":[{"name":"a","id":"x","status":"RUNNING"}]}`))
+	f.Add([]byte(`[{"name":"a","status":"DEPLOYING"}]`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"workspaces": null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ws, err := ParseList(data)
+		if err != nil {
+			return
+		}
+		for _, w := range ws {
+			_ = w.Name
+		}
+	})
+}
