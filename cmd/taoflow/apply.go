@@ -79,7 +79,12 @@ the names and the command that removes them are printed); 130 interrupted
 			}
 			return nil
 		},
-		ValidArgsFunction: planFileCompletion,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 1 && f.resume != "" {
+				return runCompletion(g, false)(cmd, nil, toComplete) // apply PLAN --resume RUN
+			}
+			return planFileCompletion(cmd, args, toComplete)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 2 {
 				f.resume = args[1]
@@ -93,6 +98,9 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
 	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest run) instead of starting a new one")
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
+	_ = cmd.RegisterFlagCompletionFunc("resume", func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		return runCompletion(g, false)(cmd, nil, toComplete)
+	})
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"auto", "plain", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -41,6 +41,7 @@ removed (it is named).`,
 			}
 			return nil
 		},
+		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := state.Open(g.stateDir)
@@ -207,7 +208,8 @@ func newCancelCmd(sio stdio, g *globals) *cobra.Command {
 same interrupt as a Ctrl-C (cancel running nodes, run finalizers, tear
 down), and cancel waits for it to finish. If the process is gone, cancel
 tears down what the state records, like 'taoflow destroy RUN --yes'.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := state.Open(g.stateDir)

@@ -25,7 +25,8 @@ with the node. -f follows the log until the node (or the whole run) ends.
 RUN is an id, a unique prefix of one, or "latest".`,
 		Example: `  taoflow logs latest
   taoflow logs latest 'train[lr=0.01,batch=16]' -f`,
-		Args: cobra.RangeArgs(1, 2),
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: runCompletion(g, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := state.OpenReadOnly(g.stateDir)

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/taoflow/taoflow/state"
 )
 
 // globals are the flags every command has.
@@ -81,4 +83,41 @@ exist and bill — the names are printed); 130 interrupted (teardown done).`,
 // planFileCompletion completes plan file names.
 func planFileCompletion(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
+}
+
+// runCompletion completes run ids from the state (newest first) for the
+// first argument, and, with nodes, the node ids of that run for the second.
+func runCompletion(g *globals, nodes bool) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		none := cobra.ShellCompDirectiveNoFileComp
+		if len(args) > 1 || (len(args) == 1 && !nodes) {
+			return nil, none
+		}
+		store, err := state.OpenReadOnly(g.stateDir)
+		if err != nil {
+			return nil, none
+		}
+		defer store.Close()
+		ctx := cmd.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		var out []string
+		if len(args) == 1 {
+			r, err := findRun(ctx, store, args[0])
+			if err != nil {
+				return nil, none
+			}
+			ns, _ := store.Nodes(ctx, r.ID)
+			for _, n := range ns {
+				out = append(out, n.ID+"\t"+n.State)
+			}
+			return out, none
+		}
+		runs, _ := store.Runs(ctx)
+		for i := len(runs) - 1; i >= 0; i-- {
+			out = append(out, runs[i].ID+"\t"+runs[i].State)
+		}
+		return out, none
+	}
 }

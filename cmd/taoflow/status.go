@@ -32,7 +32,8 @@ progress. --json prints the same as one JSON object for scripts.`,
 		Example: `  taoflow status
   taoflow status latest
   taoflow status quickstart-1203 --json | jq '.nodes[] | select(.state=="failed")'`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := state.OpenReadOnly(g.stateDir)
