@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -33,7 +34,7 @@ func TestDockerScripts(t *testing.T) {
 	bucket := testrig.UniqueName(t)
 	s3.CreateBucket(t, bucket)
 
-	testscript.Run(t, testscript.Params{
+	params := testscript.Params{
 		Dir: "testdata/docker",
 		Setup: func(env *testscript.Env) error {
 			wd, err := os.Getwd()
@@ -89,8 +90,45 @@ func TestDockerScripts(t *testing.T) {
 				ts.Fatalf("no object named %s under %s", args[1], args[0])
 			},
 			"leftovers": func(ts *testscript.TestScript, neg bool, args []string) { cmdLeftovers(t, ts, neg, args) },
+			"waitcontainer": func(ts *testscript.TestScript, neg bool, args []string) {
+				cmdWaitContainer(t, ts, neg, args)
+			},
+			"containers": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: containers NAME-SUBSTRING")
+				}
+				out, err := testrig.Docker(t, "ps", "-a", "--filter", "name="+args[0], "--format", "{{.Names}} {{.State}}")
+				ts.Check(err)
+				fmt.Fprintln(ts.Stdout(), out)
+			},
 		},
-	})
+	}
+	// t.Run returns once the scripts, run in parallel, have all ended.
+	t.Run("apply", func(t *testing.T) { testscript.Run(t, params) })
+	// reap removes every orphan of the machine's engine, including the
+	// container of a killed apply that a script above resumes: it runs
+	// after them.
+	params.Dir = "testdata/docker-reap"
+	t.Run("reap", func(t *testing.T) { testscript.Run(t, params) })
+}
+
+// waitcontainer NAME-SUBSTRING: wait (up to 60s) until a running container's
+// name contains the text, and print its name.
+func cmdWaitContainer(t testing.TB, ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitcontainer name-substring")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := testrig.Docker(t, "ps", "--filter", "name="+args[0], "--filter", "status=running", "--format", "{{.Names}}")
+		ts.Check(err)
+		if out != "" {
+			fmt.Fprintln(ts.Stdout(), out)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ts.Fatalf("no running container named *%s* within 60s", args[0])
 }
 
 // leftovers: fail if a container of any run in the script's state still
