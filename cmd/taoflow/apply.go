@@ -156,6 +156,17 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		// instance released early does not close the others'.
 		defer func() { _ = c.Close() }()
 	}
+	if n, ok := pf.(platform.Namer); ok {
+		var names []string
+		for _, in := range p.Instances {
+			if in.Create {
+				names = append(names, n.InstanceRef(runID, platform.Spec{Name: in.Name, Type: in.CreateType}))
+			}
+		}
+		if len(names) > 0 {
+			defer announceRun(runID, names)()
+		}
+	}
 	if c, ok := pf.(interface {
 		Check(context.Context) (string, error)
 	}); ok {

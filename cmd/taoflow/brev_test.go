@@ -145,6 +145,7 @@ func TestBrevSweep(t *testing.T) {
 	stop := make(chan struct{})
 	var leaks []string
 	brevSeen := 0
+	announced := map[string]bool{}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -158,6 +159,9 @@ func TestBrevSweep(t *testing.T) {
 				seen, leaked := brevEnvirons(f.Binary, secretValue)
 				brevSeen += seen
 				leaks = append(leaks, leaked...)
+				for name := range liveNames() {
+					announced[name] = true
+				}
 			}
 		}
 	}()
@@ -172,6 +176,14 @@ func TestBrevSweep(t *testing.T) {
 	}
 	if brevSeen == 0 {
 		t.Error("the sampler never saw a brev process: the environment check proves nothing")
+	}
+	// While it ran, the run announced its instances' names for reap; it
+	// took the announcement back when it ended.
+	if len(announced) != 3 {
+		t.Errorf("announced while running: %v, want the three instances it creates", announced)
+	}
+	if now := liveNames(); len(now) != 0 {
+		t.Errorf("still announced after the run: %v", now)
 	}
 	// The instances tick together (any ls is a tick of all), so which of
 	// them is seen DEPLOYING depends on timing; the first poll sees one.
@@ -390,6 +402,16 @@ func brevCreate(t *testing.T, f *brevtest.Fake, name string) {
 	}
 }
 
+// brevDelete deletes an instance with the (fake) brev CLI.
+func brevDelete(t *testing.T, f *brevtest.Fake, name string) {
+	t.Helper()
+	cmd := exec.Command(f.Binary, "delete", "--", name)
+	cmd.Env = f.Env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("brev delete %s: %v\n%s", name, err, out)
+	}
+}
+
 // recordBrevInstance writes into the state in dir a dead run (of the plan
 // of hash planHash) that created brev instance name for its instance
 // inst, as apply records it.
@@ -436,16 +458,33 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	brevCreate(t, f, "tf-lost-0101-000000-aaaa-gpu")
 	brevCreate(t, f, "tf-dead-0101-000000-bbbb-gpu")
 	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "", "gpu", "tf-dead-0101-000000-bbbb-gpu", true)
+	// A run going on in another working directory of this machine (this
+	// process stands for its apply), and one whose apply died.
+	brevCreate(t, f, "tf-busy-0101-000000-dddd-gpu")
+	defer announceRun("busy-0101-000000-dddd", []string{"tf-busy-0101-000000-dddd-gpu"})()
+	brevCreate(t, f, "tf-gone-0101-000000-eeee-gpu")
+	ld, err := liveDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ld, "gone-0101-000000-eeee.json"),
+		[]byte(`{"run":"gone-0101-000000-eeee","pid":4194305,"names":["tf-gone-0101-000000-eeee-gpu"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	code, out, errOut := applyCLI(t, "reap")
 	if code != exitOK {
 		t.Fatalf("reap exit %d\n%s%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "brev instance  tf-lost-0101-000000-aaaa-gpu") || !strings.Contains(out, "1 found") {
-		t.Errorf("reap did not list the lost instance:\n%s", out)
+	if !strings.Contains(out, "brev instance  tf-lost-0101-000000-aaaa-gpu") || !strings.Contains(out, "brev instance  tf-gone-0101-000000-eeee-gpu") ||
+		!strings.Contains(out, "2 found") {
+		t.Errorf("reap did not list the lost instances:\n%s", out)
 	}
-	if strings.Contains(out, "my-box") || strings.Contains(out, "tf-dead") {
+	if strings.Contains(out, "my-box") || strings.Contains(out, "tf-dead") || strings.Contains(out, "tf-busy") {
 		t.Errorf("reap listed an instance it must leave:\n%s", out)
+	}
+	if !strings.Contains(errOut, "tf-busy-0101-000000-dddd-gpu belongs to run busy-0101-000000-dddd, whose apply is running on this machine") {
+		t.Errorf("reap did not say why it left the live run's instance:\n%s", errOut)
 	}
 	if !strings.Contains(errOut, "tf-dead-0101-000000-bbbb-gpu belongs to run dead-0101-000000-bbbb in the state") {
 		t.Errorf("reap did not say why it left the recorded instance:\n%s", errOut)
@@ -465,10 +504,14 @@ func TestBrevReapAndDestroy(t *testing.T) {
 		t.Errorf("reap --yes touched the recorded instance: %s", st)
 	}
 
+	if st := instanceStatus(f, "tf-busy-0101-000000-dddd-gpu"); st != "RUNNING" {
+		t.Errorf("reap --yes touched the live run's instance: %s", st)
+	}
 	code, out, errOut = applyCLI(t, "destroy", "dead-0101-000000-bbbb", "--yes")
 	if code != exitOK || !strings.Contains(out, "instance gpu: removed") {
 		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
 	}
+	brevDelete(t, f, "tf-busy-0101-000000-dddd-gpu")
 	f.CheckNoneAlive(t)
 	if st := instanceStatus(f, "my-box"); st != "RUNNING" {
 		t.Errorf("the existing instance is %s", st)

@@ -44,10 +44,13 @@ deletes it with --yes. It looks at:
   - Docker containers labelled taoflow.run=<run> on this machine, and with
     --plan PLAN on the ssh hosts and existing brev instances PLAN names.
 
-What the state in --state records is left alone, as are the containers of
-runs whose apply process is alive on this machine (whatever its state
-directory): 'taoflow destroy RUN' removes those. Instances kept with
-keep: true are recorded, so reap leaves them too.
+What the state in --state records is left alone. So are the brev instances
+of runs whose apply is running on this machine (announced in the user's cache
+directory), and the containers of runs whose apply process is alive on this
+machine (their taoflow.owner label), whatever their state directory:
+'taoflow destroy RUN' removes those. Instances kept with keep: true are
+recorded, so reap leaves them too. A container whose run is driven from
+another machine is left to that machine.
 
 Brev instances are shared by an organisation: a tf-* instance of a colleague's
 run on another machine looks the same as a leftover. Read the list before
@@ -83,6 +86,7 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 	if err != nil {
 		return err
 	}
+	liveHere := liveNames()
 	var found []orphan
 	var problems []error
 
@@ -103,6 +107,10 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 			}
 			if run, ok := known["brev:"+in.Ref]; ok {
 				fmt.Fprintf(sio.err, "taoflow: brev instance %s belongs to run %s in the state; not reaped (taoflow destroy %s)\n", in.Ref, run, run)
+				continue
+			}
+			if run, ok := liveHere[in.Ref]; ok {
+				fmt.Fprintf(sio.err, "taoflow: brev instance %s belongs to run %s, whose apply is running on this machine; not reaped\n", in.Ref, run)
 				continue
 			}
 			found = append(found, orphan{Kind: "brev instance", Name: in.Ref, Detail: strings.TrimSpace(in.Attrs["status"] + " " + in.Attrs["type"])})
