@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 	"github.com/taoflow/taoflow/state"
@@ -714,5 +715,64 @@ func TestBrevCreateFails(t *testing.T) {
 	res, err := store.Resources(context.Background(), r.ID)
 	if err != nil || len(res) != 1 || res[0].Data["ref"] != "tf-"+r.ID+"-gpu" {
 		t.Errorf("recorded resources %+v, %v; want the instance with its name", res, err)
+	}
+}
+
+// TestBrevSweepExample applies examples/plans/sweep-brev.yaml as it is, with
+// --var pointing it at what runs here: three instances created through the
+// fake brev (reached over a real sshd), NGC login to a real registry that
+// takes $oauthtoken, the fake TAO trainer pulled from it and run in
+// containers, results uploaded to a real S3 gateway. Every cell's results
+// and manifest reach S3; every instance is created and deleted; no
+// container of the run is left.
+func TestBrevSweepExample(t *testing.T) {
+	example, err := filepath.Abs("../../examples/plans/sweep-brev.yaml") // before brevEnv changes directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := testrig.StartRegistryUser(t, "$oauthtoken")
+	image := reg.Push(t, testrig.BuildTrainerImage(t, ""))
+	s3 := testrig.StartS3(t)
+	bucket := testrig.UniqueName(t)
+	s3.CreateBucket(t, bucket)
+	f, _ := brevEnv(t, brevtest.Options{})
+	t.Setenv("NGC_KEY", reg.Password)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", example,
+		"--var", "image="+image, "--var", "registry="+reg.Addr, "--var", "bucket=s3://"+bucket+"/sweep",
+		"--var", "s3_endpoint="+s3.Endpoint, "--var", "min_gpus=0", "--var", "gpus=0", "--var", "poll=200ms")
+	if code != exitOK {
+		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	objects := s3.List(t, bucket, "sweep/")
+	manifests := 0
+	for k := range objects {
+		if strings.HasSuffix(k, "/taoflow-run.json") {
+			manifests++
+		}
+	}
+	if manifests != 6 {
+		t.Errorf("%d manifests in S3, want one per cell (6): %v", manifests, objects)
+	}
+	creates, deletes := 0, 0
+	for _, c := range f.Calls() {
+		switch c.Command {
+		case "create":
+			creates++
+		case "delete":
+			deletes++
+		}
+		if c.Concurrent || c.StdinPiped {
+			t.Errorf("brev %s: concurrent refresh %t, piped stdin %t", strings.Join(c.Args, " "), c.Concurrent, c.StdinPiped)
+		}
+	}
+	if creates != 3 || deletes != 3 {
+		t.Errorf("%d creates, %d deletes; want 3 and 3", creates, deletes)
+	}
+	f.CheckNoneAlive(t)
+	left, err := testrig.Docker(t, "ps", "-a", "--filter", "label=taoflow.run", "--filter", "name=tf-changenet-sweep-", "--format", "{{.Names}}")
+	if err != nil || left != "" {
+		t.Errorf("containers left: %q, %v", left, err)
 	}
 }
