@@ -69,6 +69,14 @@ func brevEnvirons(binary, text string) (int, []string) {
 	return seen, leaked
 }
 
+// writePlan writes a plan file into the working directory.
+func writePlan(t *testing.T, name, text string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // applyCLI runs `taoflow ARGS` in this process and returns its exit code,
 // stdout and stderr.
 func applyCLI(t *testing.T, args ...string) (int, string, string) {
@@ -137,9 +145,7 @@ finally:
 func TestBrevSweep(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{DeployPolls: 2})
 	f.AddExisting("my-box")
-	if err := os.WriteFile("sweep.yaml", []byte(brevSweep), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePlan(t, "sweep.yaml", brevSweep)
 	const secretValue = "brev-s3cr3t-value-0123456789"
 	t.Setenv("MY_SECRET", secretValue)
 
@@ -329,9 +335,7 @@ finally:
 // node log.
 func TestBrevExecTransport(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{})
-	if err := os.WriteFile("exec.yaml", []byte(brevExecPlan), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePlan(t, "exec.yaml", brevExecPlan)
 	f.Inject(brevtest.Fault{Kind: "exec-transient", Match: "count-code-0", Times: 2})
 	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "exec.yaml")
 	if code != exitFailed {
@@ -441,15 +445,6 @@ func recordBrevInstance(t *testing.T, dir, run, planHash, inst, name string, cre
 	}
 }
 
-func instanceStatus(f *brevtest.Fake, name string) string {
-	for _, in := range f.Instances() {
-		if in.Name == name {
-			return in.Status
-		}
-	}
-	return "gone"
-}
-
 // TestBrevReapAndDestroy: reap lists and deletes the tf- instances no state
 // knows about, never an instance it did not name, nor one the state
 // records (destroy removes that one, from the state alone).
@@ -490,7 +485,7 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	if !strings.Contains(errOut, "tf-dead-0101-000000-bbbb-gpu belongs to run dead-0101-000000-bbbb in the state") {
 		t.Errorf("reap did not say why it left the recorded instance:\n%s", errOut)
 	}
-	if st := instanceStatus(f, "tf-lost-0101-000000-aaaa-gpu"); st != "RUNNING" {
+	if st := f.Status("tf-lost-0101-000000-aaaa-gpu"); st != "RUNNING" {
 		t.Errorf("reap without --yes changed the instance: %s", st)
 	}
 
@@ -498,14 +493,14 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "brev instance tf-lost-0101-000000-aaaa-gpu: removed") {
 		t.Fatalf("reap --yes exit %d\n%s%s", code, out, errOut)
 	}
-	if st := instanceStatus(f, "tf-lost-0101-000000-aaaa-gpu"); st != "DELETING" && st != "gone" {
+	if st := f.Status("tf-lost-0101-000000-aaaa-gpu"); st != "DELETING" && st != "" {
 		t.Errorf("the lost instance is %s after reap --yes", st)
 	}
-	if st := instanceStatus(f, "tf-dead-0101-000000-bbbb-gpu"); st != "RUNNING" {
+	if st := f.Status("tf-dead-0101-000000-bbbb-gpu"); st != "RUNNING" {
 		t.Errorf("reap --yes touched the recorded instance: %s", st)
 	}
 
-	if st := instanceStatus(f, "tf-busy-0101-000000-dddd-gpu"); st != "RUNNING" {
+	if st := f.Status("tf-busy-0101-000000-dddd-gpu"); st != "RUNNING" {
 		t.Errorf("reap --yes touched the live run's instance: %s", st)
 	}
 	code, out, errOut = applyCLI(t, "destroy", "dead-0101-000000-bbbb", "--yes")
@@ -514,7 +509,7 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	}
 	brevDelete(t, f, "tf-busy-0101-000000-dddd-gpu")
 	f.CheckNoneAlive(t)
-	if st := instanceStatus(f, "my-box"); st != "RUNNING" {
+	if st := f.Status("my-box"); st != "RUNNING" {
 		t.Errorf("the existing instance is %s", st)
 	}
 	for _, c := range f.Calls() {
@@ -551,9 +546,7 @@ finally:
 // the run says so, and destroy removes it later.
 func TestBrevUploadFailureStops(t *testing.T) {
 	f, _ := brevEnv(t, brevtest.Options{})
-	if err := os.WriteFile("upfail.yaml", []byte(brevUploadFails), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePlan(t, "upfail.yaml", brevUploadFails)
 	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "upfail.yaml")
 	if code != exitFailed {
 		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -614,9 +607,7 @@ func TestBrevResumeUsesInstance(t *testing.T) {
 	for _, created := range []bool{true, false} {
 		t.Run(fmt.Sprintf("created=%t", created), func(t *testing.T) {
 			f, dir := brevEnv(t, brevtest.Options{})
-			if err := os.WriteFile("resume.yaml", []byte(brevResumePlan), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writePlan(t, "resume.yaml", brevResumePlan)
 			// What a dead apply left: the run, and its instance, created
 			// (or made by brev while the apply died during brev create).
 			const run = "brev-resume-0101-000000-cccc"
@@ -654,9 +645,7 @@ func TestBrevResumeUsesInstance(t *testing.T) {
 // before it starts anything (exit 2) and says what to do.
 func TestBrevCLIChecked(t *testing.T) {
 	f, _ := brevEnv(t, brevtest.Options{Version: "v0.6.319"})
-	if err := os.WriteFile("p.yaml", []byte(brevResumePlan), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePlan(t, "p.yaml", brevResumePlan)
 	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
 	if code != exitUsage || !strings.Contains(errOut, "v0.6.319") || !strings.Contains(errOut, "v0.6.320") {
 		t.Errorf("an old brev: exit %d\n%s%s", code, out, errOut)
@@ -691,9 +680,7 @@ func TestBrevEnvironmentHasNoSecrets(t *testing.T) {
 // exit 1 (not 3), and its name was recorded before brev create ran.
 func TestBrevCreateFails(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{})
-	if err := os.WriteFile("p.yaml", []byte(brevResumePlan), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writePlan(t, "p.yaml", brevResumePlan)
 	f.Inject(brevtest.Fault{Kind: "create-failure"})
 	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
 	if code != exitFailed {

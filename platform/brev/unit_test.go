@@ -378,13 +378,9 @@ esac
 			t.Error(err)
 		}
 	})
-	start := time.Now()
 	_, err = b.List(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms") {
 		t.Errorf("List of a hanging brev: %v; want the call timeout", err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("List returned after %v", d)
 	}
 	b2, err := os.ReadFile(pidFile)
 	if err != nil {

@@ -264,6 +264,18 @@ func (f *Fake) Instances() []Instance {
 	return out
 }
 
+// Status returns the status of the named instance without an ls tick, ""
+// when it is gone.
+func (f *Fake) Status(name string) string {
+	f.t.Helper()
+	for _, i := range f.Instances() {
+		if i.Name == name {
+			return i.Status
+		}
+	}
+	return ""
+}
+
 // AddExisting adds a RUNNING instance made outside taoflow (Existing:
 // true), with a sandbox of its own. The name must be free.
 func (f *Fake) AddExisting(name string) Instance {

@@ -297,7 +297,7 @@ func TestExecErrors(t *testing.T) {
 			}
 		})
 	}
-	if s := status(f, "dep"); s != "DEPLOYING" {
+	if s := f.Status("dep"); s != "DEPLOYING" {
 		t.Errorf("exec changed dep to %q", s)
 	}
 }
@@ -310,7 +310,7 @@ func TestExecStartsStoppedInstance(t *testing.T) {
 	if r.stdout != "Instance box is starting. \n\nup\nbox\n" {
 		t.Errorf("stdout = %q", r.stdout)
 	}
-	if s := status(f, "box"); s != "RUNNING" {
+	if s := f.Status("box"); s != "RUNNING" {
 		t.Errorf("status = %q, want RUNNING", s)
 	}
 }

@@ -133,7 +133,7 @@ func TestDeployTicks(t *testing.T) {
 	if r.stdout != "box\n" {
 		t.Errorf("create stdout = %q, want the name alone", r.stdout)
 	}
-	if status(f, "box") != "DEPLOYING" {
+	if f.Status("box") != "DEPLOYING" {
 		t.Fatalf("after create: %+v", f.Instances())
 	}
 	var seen []string
@@ -161,7 +161,7 @@ func TestCreateWaits(t *testing.T) {
 	if !strings.Contains(r.stderr, "\r⣾ ") || strings.Contains(r.stderr, "⣾ Creating instance...\n") {
 		t.Errorf("stderr lacks \\r spinner frames: %q", r.stderr)
 	}
-	if s := status(f, "box"); s != "RUNNING" {
+	if s := f.Status("box"); s != "RUNNING" {
 		t.Errorf("status = %q, want RUNNING", s)
 	}
 	if c := lastCall(t, f); c.Command != "create" || !cmp.Equal(c.Names, []string{"box"}) {
@@ -220,7 +220,7 @@ func TestCreateDuplicateWhileDeleting(t *testing.T) {
 		}
 	}
 	mustBrev(t, f, "create", "box", "-t", "g5.xlarge", "-d")
-	if s := status(f, "box"); s != "DEPLOYING" {
+	if s := f.Status("box"); s != "DEPLOYING" {
 		t.Errorf("re-created box is %q", s)
 	}
 }
@@ -238,7 +238,7 @@ func TestDelete(t *testing.T) {
 			t.Errorf("stderr %q lacks %q", r.stderr, want)
 		}
 	}
-	if s := status(f, "a"); s != "DELETING" {
+	if s := f.Status("a"); s != "DELETING" {
 		t.Errorf("a after delete = %q, want DELETING (the others still processed)", s)
 	}
 	// By id, and the piped stdout lists the names when all succeeded.
@@ -266,14 +266,14 @@ func TestDeleteNamesFromPipe(t *testing.T) {
 	f.AddExisting("a")
 	f.AddExisting("b")
 	mustBrev(t, f, "delete", "a") // stdin /dev/null: b untouched
-	if status(f, "b") != "RUNNING" {
+	if f.Status("b") != "RUNNING" {
 		t.Fatal("delete a touched b")
 	}
 	// A pipe is read to EOF as more names: an innocent-looking "delete a"
 	// with stdin inherited from a pipe deletes b too.
 	r := brev(t, f, strings.NewReader("b\n\n"), "delete", "a")
-	if r.code != 0 || status(f, "b") != "DELETING" {
-		t.Errorf("delete a with b piped: %+v, b %s", r, status(f, "b"))
+	if r.code != 0 || f.Status("b") != "DELETING" {
+		t.Errorf("delete a with b piped: %+v, b %s", r, f.Status("b"))
 	}
 	c := lastCall(t, f)
 	if !c.StdinPiped || !cmp.Equal(c.Names, []string{"a", "b"}) {
@@ -320,8 +320,8 @@ func TestStopStart(t *testing.T) {
 	// Without --detached it waits for RUNNING itself.
 	f.SetStatus("box", "STOPPED")
 	r = mustBrev(t, f, "start", "box")
-	if !strings.Contains(r.stdout, "Your instance is ready!") || status(f, "box") != "RUNNING" {
-		t.Errorf("start without -d: %+v, status %s", r, status(f, "box"))
+	if !strings.Contains(r.stdout, "Your instance is ready!") || f.Status("box") != "RUNNING" {
+		t.Errorf("start without -d: %+v, status %s", r, f.Status("box"))
 	}
 }
 

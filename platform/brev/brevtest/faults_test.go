@@ -57,7 +57,7 @@ func TestFaultCreateFailure(t *testing.T) {
 	if !strings.Contains(r.stderr, "  box: instance box failed: ") {
 		t.Errorf("stderr = %q", r.stderr)
 	}
-	if s := status(f, "box"); s != "FAILURE" {
+	if s := f.Status("box"); s != "FAILURE" {
 		t.Errorf("status = %q, want FAILURE", s)
 	}
 	if got := lsJSON(t, f)["box"]; got["build_status"] != "CREATE_FAILED" {
@@ -65,7 +65,7 @@ func TestFaultCreateFailure(t *testing.T) {
 	}
 	// Consumed: the next create is healthy.
 	mustBrev(t, f, "create", "box2", "-t", "g5.xlarge")
-	if s := status(f, "box2"); s != "RUNNING" {
+	if s := f.Status("box2"); s != "RUNNING" {
 		t.Errorf("box2 = %q, want RUNNING", s)
 	}
 }
@@ -82,7 +82,7 @@ func TestFaultStuckDeploying(t *testing.T) {
 		lsJSON(t, f)
 	}
 	for _, name := range []string{"box", "box2"} {
-		if s := status(f, name); s != "DEPLOYING" {
+		if s := f.Status(name); s != "DEPLOYING" {
 			t.Errorf("%s = %q, want DEPLOYING forever", name, s)
 		}
 	}
@@ -122,12 +122,12 @@ func TestFaultDeleteError(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.stderr, "502 Bad Gateway") || r.stdout != "" {
 			t.Errorf("delete %d: %+v; want exit 1 with the API error", try, r)
 		}
-		if s := status(f, "box"); s != "RUNNING" {
+		if s := f.Status("box"); s != "RUNNING" {
 			t.Errorf("after a failed delete box is %q", s)
 		}
 	}
 	mustBrev(t, f, "delete", "box")
-	if s := status(f, "box"); s != "DELETING" {
+	if s := f.Status("box"); s != "DELETING" {
 		t.Errorf("after the faults box is %q", s)
 	}
 }

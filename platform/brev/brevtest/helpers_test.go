@@ -74,15 +74,6 @@ func lsJSON(t *testing.T, f *brevtest.Fake) map[string]map[string]string {
 	return out
 }
 
-// status returns the instance's status without an ls tick ("" if gone).
-func status(f *brevtest.Fake, name string) string {
-	for _, i := range f.Instances() {
-		if i.Name == name {
-			return i.Status
-		}
-	}
-	return ""
-}
 
 // lastCall returns the most recent call to the fake.
 func lastCall(t *testing.T, f *brevtest.Fake) brevtest.Call {

@@ -138,10 +138,8 @@ func Start(t testing.TB) *Server {
 	}
 	t.Cleanup(s.stop)
 
-	client := fmt.Sprintf(`Host %s
-	HostName 127.0.0.1
-	Port %d
-	User %s
+	// The alias, and the key for user@127.0.0.1:port destinations.
+	client := s.HostEntry(s.Alias, "") + "\n" + fmt.Sprintf(`Host 127.0.0.1
 	IdentityFile %s
 	IdentitiesOnly yes
 	PreferredAuthentications publickey
@@ -149,16 +147,7 @@ func Start(t testing.TB) *Server {
 	UserKnownHostsFile /dev/null
 	GlobalKnownHostsFile /dev/null
 	LogLevel ERROR
-
-Host 127.0.0.1
-	IdentityFile %s
-	IdentitiesOnly yes
-	PreferredAuthentications publickey
-	StrictHostKeyChecking no
-	UserKnownHostsFile /dev/null
-	GlobalKnownHostsFile /dev/null
-	LogLevel ERROR
-`, s.Alias, s.Port, s.User, s.KeyFile, s.KeyFile)
+`, s.KeyFile)
 	if err := os.WriteFile(s.ConfigFile, []byte(client), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -343,6 +332,28 @@ func (s *Server) stop() {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		<-s.exited
 	}
+}
+
+// SSHProcesses returns the ssh client processes (master connections
+// included) whose command line contains text, read from /proc: a test's
+// check that nothing of a run outlived it.
+func SSHProcesses(text string) []int {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var pids []int
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(text)) {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join(filepath.Dir(p), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "ssh" {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // descendants returns the processes below pid, read from /proc.
