@@ -95,7 +95,7 @@ func (s *Steps) LabelledContainers(ctx context.Context, inst platform.Instance) 
 		return nil, fmt.Errorf("listing taoflow containers on %s: exit code %d: %s", inst.Name, res.ExitCode, s.redact.Redact(dockerError(res.Stderr)))
 	}
 	var out []Container
-	for _, l := range strings.Split(string(res.Stdout), "\n") {
+	for _, l := range outputLines(res.Stdout) {
 		f := strings.Fields(l)
 		if len(f) != 5 {
 			continue

@@ -696,12 +696,7 @@ func (d *docker) run(ctx context.Context, inst platform.Instance, script, what s
 	if err != nil {
 		return nil, err
 	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
-		if l != "" {
-			lines = append(lines, l)
-		}
-	}
+	lines := outputLines(res.Stdout)
 	if res.ExitCode != 0 {
 		why := dockerError(res.Stderr)
 		if res.ExitCode == exitNoDockerCLI {

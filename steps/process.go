@@ -367,12 +367,7 @@ func (p *process) stop(ctx context.Context, inst platform.Instance, script strin
 	if err != nil {
 		return nil, err
 	}
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
-		if l != "" {
-			lines = append(lines, l)
-		}
-	}
+	lines := outputLines(res.Stdout)
 	if res.ExitCode != 0 {
 		return lines, fmt.Errorf("stopping jobs on %s: exit code %d: %s", inst.Name, res.ExitCode, p.s.redact.Redact(lastLine(res.Stderr)))
 	}

@@ -276,6 +276,17 @@ func logOrDiscard(w io.Writer) io.Writer {
 	return w
 }
 
+// outputLines returns the non-empty lines of a command's output.
+func outputLines(b []byte) []string {
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
 // lastLine returns the last non-empty line of b, trimmed, at most 300 bytes:
 // the part of a tool's stderr that says what went wrong.
 func lastLine(b []byte) string {
