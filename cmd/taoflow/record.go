@@ -11,12 +11,15 @@ import (
 )
 
 // recorder writes the engine's events to the state (runs, nodes, events,
-// node logs) and hands them on to the view. The engine calls it from one
-// goroutine at a time.
+// node logs) and hands them on to the view. Events come from the engine and
+// from the platform (its progress while it prepares instances), so Event
+// takes one event at a time, whoever sends it.
 type recorder struct {
 	run   string
 	store *state.Store
 	view  engine.Observer
+
+	events sync.Mutex // held through one Event
 
 	mu    sync.Mutex
 	nodes map[string]*state.Node
@@ -47,6 +50,8 @@ func newRecorder(ctx context.Context, run string, g *engine.Graph, store *state.
 }
 
 func (r *recorder) Event(e engine.Event) {
+	r.events.Lock()
+	defer r.events.Unlock()
 	ctx := context.Background()
 	r.view.Event(e)
 	if e.Type != engine.NodeLog {
