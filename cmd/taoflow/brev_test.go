@@ -104,14 +104,15 @@ steps:
     uses: run
     needs: [preflight]
     on: [a, b, c]
-    matrix: {s: ["0.1", "0.3", "6"]}
+    matrix: {s: [short, other, long]}
     with:
       env: [MY_SECRET]
       results: ~/results/${{ cell.id }}
       command: |
         mkdir -p ~/results/${{ cell.id }}
-        sleep ${{ matrix.s }}
-        echo "slept ${{ matrix.s }}, secret of ${#MY_SECRET} bytes" > ~/results/${{ cell.id }}/out.txt
+        # The long cell trains until the test lets it end.
+        if [ ${{ matrix.s }} = long ]; then while [ ! -e ~/go ]; do sleep 0.05; done; fi
+        echo "cell ${{ matrix.s }}, secret of ${#MY_SECRET} bytes" > ~/results/${{ cell.id }}/out.txt
   - id: wait
     uses: wait
     needs: [train]
@@ -149,6 +150,23 @@ func TestBrevSweep(t *testing.T) {
 	const secretValue = "brev-s3cr3t-value-0123456789"
 	t.Setenv("MY_SECRET", secretValue)
 
+	// The long cell ends once the two other instances have been deleted
+	// (or after a minute, which then fails the early-teardown check).
+	release := make(chan struct{})
+	go func() {
+		defer close(release)
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if len(f.CallsOf("delete", "")) >= 2 {
+				break
+			}
+		}
+		for _, in := range f.Instances() {
+			if in.Sandbox != "" {
+				_ = os.WriteFile(filepath.Join(in.Sandbox, "go"), nil, 0o600)
+			}
+		}
+	}()
+	defer func() { <-release }()
 	stop := make(chan struct{})
 	var leaks []string
 	brevSeen := 0
@@ -202,7 +220,7 @@ func TestBrevSweep(t *testing.T) {
 	if strings.Contains(out+errOut, secretValue) {
 		t.Error("the secret is in apply's output")
 	}
-	for _, s := range []string{"0.1", "0.3", "6"} {
+	for _, s := range []string{"short", "other", "long"} {
 		b, err := os.ReadFile(filepath.Join(dir, "results", "s-"+s, "out.txt"))
 		if err != nil || !strings.Contains(string(b), "secret of 28 bytes") {
 			t.Errorf("results of cell s=%s: %q, %v", s, b, err)
@@ -225,10 +243,10 @@ func TestBrevSweep(t *testing.T) {
 	var longInst string
 	var longEnd time.Time
 	for _, n := range nodes {
-		if n.ID == "train[s=6]" {
+		if n.ID == "train[s=long]" {
 			longInst = n.Instance
 		}
-		if n.ID == "upload[s=6]" {
+		if n.ID == "upload[s=long]" {
 			longEnd = n.EndedAt
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/taoflow/taoflow/state"
 )
 
 // TestMain lets the test binary act as the taoflow command inside scripts.
@@ -40,6 +42,7 @@ func TestScripts(t *testing.T) {
 			"procs":    cmdProcs,
 			"noargv":   cmdNoArgv,
 			"sleep":    cmdSleep,
+			"waitnode": cmdWaitNode,
 		},
 	})
 }
@@ -62,6 +65,32 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Fatalf("%s did not appear within %s", args[0], limit)
+}
+
+// waitnode NODE STATE: wait (up to 30s) until the state in .taoflow says
+// node NODE of the latest run is in STATE.
+func cmdWaitNode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: waitnode node state")
+	}
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		st, err := state.OpenReadOnly(ts.MkAbs(".taoflow"))
+		if err != nil {
+			continue // not made yet
+		}
+		ctx := context.Background()
+		if r, err := st.LatestRun(ctx); err == nil {
+			if n, err := st.Node(ctx, r.ID, args[0]); err == nil {
+				last = n.State
+			}
+		}
+		st.Close()
+		if last == args[1] {
+			return
+		}
+	}
+	ts.Fatalf("node %s did not become %s within 30s (last: %q)", args[0], args[1], last)
 }
 
 // sleep DURATION: pause (signals sent back to back can merge into one).

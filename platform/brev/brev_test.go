@@ -106,19 +106,6 @@ func checkCalls(t *testing.T, f *brevtest.Fake) {
 	}
 }
 
-// calls returns the calls of command, and of that command naming name when
-// name is not empty.
-func calls(f *brevtest.Fake, command, name string) []brevtest.Call {
-	var out []brevtest.Call
-	for _, c := range f.Calls() {
-		if c.Command == command && (name == "" || slices.Contains(c.Names, name)) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-
 func sandbox(t *testing.T, f *brevtest.Fake, name string) string {
 	t.Helper()
 	for _, i := range f.Instances() {
@@ -155,15 +142,15 @@ func TestCreateExecSSH(t *testing.T) {
 	if got := f.Status(name); got != "RUNNING" {
 		t.Errorf("after Create the instance is %q", got)
 	}
-	cr := calls(f, "create", name)
+	cr := f.CallsOf("create", name)
 	if len(cr) != 1 || !slices.Equal(cr[0].Args, []string{"create", "--type", "g5.xlarge", "--detached", "--", name}) {
 		t.Errorf("create calls: %+v", cr)
 	}
-	if len(calls(f, "refresh", "")) == 0 {
+	if len(f.CallsOf("refresh", "")) == 0 {
 		t.Error("no brev refresh")
 	}
-	if len(calls(f, "version", "")) != 1 {
-		t.Errorf("brev --version ran %d times, want once", len(calls(f, "version", "")))
+	if len(f.CallsOf("version", "")) != 1 {
+		t.Errorf("brev --version ran %d times, want once", len(f.CallsOf("version", "")))
 	}
 	mu.Lock()
 	sawDeploying := slices.ContainsFunc(progress, func(s string) bool { return strings.HasPrefix(s, "gpu: DEPLOYING (") })
@@ -182,7 +169,7 @@ func TestCreateExecSSH(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(sandbox(t, f, name), "ran")); err != nil || string(b) != "ran\n" {
 		t.Errorf("the instance's sandbox has ran = %q, %v; want one line", b, err)
 	}
-	if len(calls(f, "exec", "")) != 0 {
+	if len(f.CallsOf("exec", "")) != 0 {
 		t.Error("the ssh transport ran brev exec")
 	}
 
@@ -254,7 +241,7 @@ func TestExecTransport(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(box, "count")); err != nil || string(b) != "ran\n" {
 		t.Errorf("the exit-7 command ran %q times (%v); want once", b, err)
 	}
-	for _, c := range calls(f, "exec", inst.Ref) {
+	for _, c := range f.CallsOf("exec", inst.Ref) {
 		if c.Runs != 1 || c.ExitCode != 0 {
 			t.Errorf("brev exec %q ran the command %d times and exited %d; want once, 0", c.Args, c.Runs, c.ExitCode)
 		}
@@ -339,7 +326,7 @@ func TestCreateFaults(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
-			if len(calls(f, "delete", name)) == 0 {
+			if len(f.CallsOf("delete", name)) == 0 {
 				t.Error("no brev delete of the failed instance")
 			}
 			f.CheckNoneAlive(t)
@@ -383,7 +370,7 @@ func TestLsErrorsTolerated(t *testing.T) {
 	if !strings.Contains(err.Error(), "did not answer `echo ok`") {
 		t.Errorf("Create: %v; want the probe to be what failed", err)
 	}
-	cr := calls(f, "create", "")
+	cr := f.CallsOf("create", "")
 	if len(cr) != 1 || !slices.Contains(cr[0].Args, "g5.xlarge,g5.2xlarge") {
 		t.Errorf("create calls %+v; want one with the type chain g5.xlarge,g5.2xlarge", cr)
 	}
@@ -391,7 +378,7 @@ func TestLsErrorsTolerated(t *testing.T) {
 	if _, err := b.Create(context.Background(), run, platform.Spec{Name: "x", Type: "--dry-run"}); err == nil {
 		t.Error("Create with type --dry-run succeeded")
 	}
-	if n := len(calls(f, "create", "")); n != 1 {
+	if n := len(f.CallsOf("create", "")); n != 1 {
 		t.Errorf("%d creates; the bad type ran brev create", n)
 	}
 	f.CheckNoneAlive(t)
@@ -411,7 +398,7 @@ func TestDelete(t *testing.T) {
 	if err := b.Delete(ctx, inst); err != nil {
 		t.Fatalf("Delete after two API errors: %v", err)
 	}
-	if n := len(calls(f, "delete", inst.Ref)); n != 3 {
+	if n := len(f.CallsOf("delete", inst.Ref)); n != 3 {
 		t.Errorf("brev delete ran %d times; want 3", n)
 	}
 	f.CheckNoneAlive(t)
@@ -572,7 +559,7 @@ func TestConcurrentCreates(t *testing.T) {
 			t.Errorf("Exec on %s = %q, %v; want its own sandbox", insts[i].Ref, res.Stdout, err)
 		}
 	}
-	refreshes := calls(f, "refresh", "")
+	refreshes := f.CallsOf("refresh", "")
 	if len(refreshes) < 3 {
 		t.Errorf("%d refreshes for 3 creates", len(refreshes))
 	}

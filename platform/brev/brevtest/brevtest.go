@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,6 +229,19 @@ func (f *Fake) Calls() []Call {
 		}
 	}
 	return calls
+}
+
+// CallsOf returns the calls of command, and of that command naming name
+// when name is not empty.
+func (f *Fake) CallsOf(command, name string) []Call {
+	f.t.Helper()
+	var out []Call
+	for _, c := range f.Calls() {
+		if c.Command == command && (name == "" || slices.Contains(c.Names, name)) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Instance is one instance of the fake cloud.

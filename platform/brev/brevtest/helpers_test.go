@@ -74,7 +74,6 @@ func lsJSON(t *testing.T, f *brevtest.Fake) map[string]map[string]string {
 	return out
 }
 
-
 // lastCall returns the most recent call to the fake.
 func lastCall(t *testing.T, f *brevtest.Fake) brevtest.Call {
 	t.Helper()
