@@ -2,7 +2,9 @@ package brev
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -36,8 +38,8 @@ func FuzzParseExecOutput(f *testing.F) {
 	})
 }
 
-// FuzzParseList: no input makes ParseList panic, and what it accepts
-// round-trips names.
+// FuzzParseList: no input makes ParseList panic, and what it accepts reads
+// the same written back in either shape brev prints.
 func FuzzParseList(f *testing.F) {
 	f.Add([]byte(`{"workspaces":[{"name":"a","id":"x","status":"RUNNING"}]}`))
 	f.Add([]byte(`[{"name":"a","status":"DEPLOYING"}]`))
@@ -48,8 +50,13 @@ func FuzzParseList(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, w := range ws {
-			_ = w.Name
+		array, _ := json.Marshal(ws)
+		object, _ := json.Marshal(map[string]any{"workspaces": ws})
+		for _, again := range [][]byte{array, object} {
+			got, err := ParseList(again)
+			if err != nil || len(got) != len(ws) || (len(ws) > 0 && !reflect.DeepEqual(got, ws)) {
+				t.Fatalf("ParseList(%q) = %+v, but %q reads as %+v, %v", data, ws, again, got, err)
+			}
 		}
 	})
 }
