@@ -59,6 +59,13 @@ type Creator interface {
 	Create(ctx context.Context, run string, spec Spec) (Instance, error)
 }
 
+// Checker is a Platform that can tell, before a run starts anything,
+// whether it can work at all (its CLI installed, new enough, ...). Check
+// returns what it found, e.g. the CLI's version.
+type Checker interface {
+	Check(ctx context.Context) (string, error)
+}
+
 // Namer is a Creator whose instances' Refs follow from the run and the
 // spec, so the Ref can be recorded before Create (a process killed during
 // Create leaves a name that destroy and reap can find).

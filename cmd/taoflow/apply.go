@@ -167,9 +167,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 			defer announceRun(runID, names)()
 		}
 	}
-	if c, ok := pf.(interface {
-		Check(context.Context) (string, error)
-	}); ok {
+	if c, ok := pf.(platform.Checker); ok {
 		// A missing or too old brev CLI is found before anything starts.
 		if _, err := c.Check(parent); err != nil {
 			return usageError(fmt.Errorf("%s: %w", p.File, err))

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -95,12 +94,4 @@ func (r *resumed) restore(st *steps.Steps, insts *instances) {
 		}
 	}
 	insts.prior = r.instances
-}
-
-// adoptable says whether instance resource res of an earlier attempt can be
-// used again by name on platform kind: a local sandbox is made again in
-// place; a brev instance is checked (RUNNING, refreshed, answering) before
-// it is used.
-func adoptable(kind string, res state.Resource) bool {
-	return kind == plan.PlatformLocal || res.Data["ref"] != ""
 }

@@ -74,7 +74,7 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		in.mu.Unlock()
 		return nil
 	}
-	if res, ok := in.prior[name]; ok && adoptable(in.platform.Kind(), res) && in.exists(ctx, res) {
+	if res, ok := in.prior[name]; ok && in.exists(ctx, res) {
 		return in.adopt(ctx, creator, spec, res)
 	}
 	intent := platformData(in.plan)
@@ -128,11 +128,16 @@ func (in *instances) adopt(ctx context.Context, creator platform.Creator, spec p
 }
 
 // exists says whether the instance of resource res (from an earlier attempt
-// of the run) is there to be used again: created, or being created when
-// that attempt died and found in the platform's list. When in doubt it is
-// not, and a new create meets it (and, failing, deletes it).
+// of the run) is there to be used again under its recorded name: created,
+// or being created when that attempt died and found in the platform's
+// list. When in doubt it is not, and a new create meets it (a local
+// sandbox is made again in place; a brev create fails on the name and
+// deletes what it finds).
 func (in *instances) exists(ctx context.Context, res state.Resource) bool {
-	if res.State == state.ResourceCreated || in.platform.Kind() == plan.PlatformLocal {
+	if res.Data["ref"] == "" {
+		return false
+	}
+	if res.State == state.ResourceCreated {
 		return true
 	}
 	l, ok := in.platform.(platform.Lister)

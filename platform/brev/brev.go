@@ -96,6 +96,7 @@ var (
 	_ platform.Lister   = (*Brev)(nil)
 	_ platform.Closer   = (*Brev)(nil)
 	_ platform.Namer    = (*Brev)(nil)
+	_ platform.Checker  = (*Brev)(nil)
 )
 
 // maxExecOutput is the most bytes of each of stdout and stderr that Exec
