@@ -61,16 +61,7 @@ func (l *Local) Exec(ctx context.Context, inst platform.Instance, script string,
 		cmd.Stdin, stdinW = r, w
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.Cancel = func() error {
-		// The shell leads its own group (Setpgid), so -pid is the group.
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone
-		}
-		return err
-	}
-	cmd.WaitDelay = waitDelay
+	platform.InGroup(cmd, waitDelay)
 
 	if err := cmd.Start(); err != nil {
 		if ctx.Err() != nil {

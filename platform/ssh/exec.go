@@ -206,7 +206,7 @@ func killUnlessExited(pid int, exited <-chan struct{}) bool {
 	case <-exited:
 		return false
 	default:
-		_ = killGroup(pid)
+		_ = platform.KillGroup(pid)
 		return true
 	}
 }

@@ -392,7 +392,7 @@ func TestKillClientOnly(t *testing.T) {
 			t.Fatal("the remote sleep did not start")
 		}
 	}
-	_ = killGroup(cmd.Process.Pid)
+	_ = platform.KillGroup(cmd.Process.Pid)
 	_ = cmd.Wait()
 	time.Sleep(time.Second) // give sshd time to do whatever it does
 	left := procs(sleep)

@@ -246,20 +246,9 @@ func (s *SSH) command(ctx context.Context, h *host, extra []string, remote strin
 		args = append(args, remote)
 	}
 	cmd := exec.CommandContext(ctx, s.cfg.Binary, args...)
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.Env = environ()
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = waitDelay
+	platform.InGroup(cmd, waitDelay)
 	return cmd
-}
-
-// killGroup kills the process group that pid leads.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return os.ErrProcessDone
-	}
-	return err
 }
 
 // environ is the whole environment of the ssh client: what it needs to
