@@ -59,6 +59,13 @@ type Creator interface {
 	Create(ctx context.Context, run string, spec Spec) (Instance, error)
 }
 
+// Adopter is a Creator that can take back an instance it created for run
+// earlier (a resumed run), under its Ref, without creating another: it
+// checks the instance is there and ready, and returns it Created.
+type Adopter interface {
+	Adopt(ctx context.Context, run string, spec Spec, ref string) (Instance, error)
+}
+
 // Checker is a Platform that can tell, before a run starts anything,
 // whether it can work at all (its CLI installed, new enough, ...). Check
 // returns what it found, e.g. the CLI's version.

@@ -75,7 +75,9 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		return nil
 	}
 	if res, ok := in.prior[name]; ok && in.exists(ctx, res) {
-		return in.adopt(ctx, creator, spec, res)
+		if a, ok := in.platform.(platform.Adopter); ok {
+			return in.adopt(ctx, a, spec, res)
+		}
 	}
 	intent := platformData(in.plan)
 	if n, ok := in.platform.(platform.Namer); ok {
@@ -108,18 +110,13 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	return nil
 }
 
-// adopt uses again an instance an earlier attempt of the run created (resume):
-// a local sandbox is made again in place, other platforms check the
-// instance under its recorded name. It stays the run's to delete.
-func (in *instances) adopt(ctx context.Context, creator platform.Creator, spec platform.Spec, res state.Resource) error {
-	if in.platform.Kind() != plan.PlatformLocal {
-		spec.Existing = res.Data["ref"]
-	}
-	inst, err := creator.Create(ctx, in.run, spec)
+// adopt uses again an instance an earlier attempt of the run created
+// (resume), under its recorded name. It stays the run's to delete.
+func (in *instances) adopt(ctx context.Context, a platform.Adopter, spec platform.Spec, res state.Resource) error {
+	inst, err := a.Adopt(ctx, in.run, spec, res.Data["ref"])
 	if err != nil {
 		return fmt.Errorf("using %s again (created by an earlier attempt of this run): %w", spec.Name, err)
 	}
-	inst.Name, inst.Created = spec.Name, true
 	in.mu.Lock()
 	in.ids[spec.Name] = res.ID
 	in.live[spec.Name] = inst
@@ -130,9 +127,7 @@ func (in *instances) adopt(ctx context.Context, creator platform.Creator, spec p
 // exists says whether the instance of resource res (from an earlier attempt
 // of the run) is there to be used again under its recorded name: created,
 // or being created when that attempt died and found in the platform's
-// list. When in doubt it is not, and a new create meets it (a local
-// sandbox is made again in place; a brev create fails on the name and
-// deletes what it finds).
+// list. When in doubt it is not, and a new create meets it.
 func (in *instances) exists(ctx context.Context, res state.Resource) bool {
 	if res.Data["ref"] == "" {
 		return false

@@ -97,6 +97,7 @@ var (
 	_ platform.Closer   = (*Brev)(nil)
 	_ platform.Namer    = (*Brev)(nil)
 	_ platform.Checker  = (*Brev)(nil)
+	_ platform.Adopter  = (*Brev)(nil)
 )
 
 // maxExecOutput is the most bytes of each of stdout and stderr that Exec

@@ -210,6 +210,23 @@ func safeName(name string) bool {
 	return true
 }
 
+// Adopt takes back instance ref that this run created before (a resumed
+// run; platform.Adopter): it waits for it to be RUNNING, refreshes and
+// probes it as Create does, and returns it Created, so that Delete will
+// delete it. A STOPPED one is refused, as for an existing instance.
+func (b *Brev) Adopt(ctx context.Context, run string, spec platform.Spec, ref string) (platform.Instance, error) {
+	if !strings.HasPrefix(ref, Prefix) {
+		return platform.Instance{}, fmt.Errorf("brev instance %s: %q is not a name taoflow gives (%s…)", spec.Name, ref, Prefix)
+	}
+	spec.Existing = ref
+	inst, err := b.Create(ctx, run, spec)
+	if err != nil {
+		return platform.Instance{}, err
+	}
+	inst.Name, inst.Created = spec.Name, true
+	return inst, nil
+}
+
 // adopt makes an existing instance ready without creating, starting or
 // ever deleting it.
 func (b *Brev) adopt(ctx context.Context, spec platform.Spec) (platform.Instance, error) {

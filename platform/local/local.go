@@ -26,6 +26,7 @@ var (
 	_ platform.Deleter  = (*Local)(nil)
 	_ platform.Lister   = (*Local)(nil)
 	_ platform.Namer    = (*Local)(nil)
+	_ platform.Adopter  = (*Local)(nil)
 )
 
 // MaxOutput is the most bytes of each of stdout and stderr that Exec keeps.
@@ -86,6 +87,16 @@ func (l *Local) Create(ctx context.Context, run string, spec platform.Spec) (pla
 		Created: true,
 		Attrs:   map[string]string{"run": run},
 	}, nil
+}
+
+// Adopt takes back the sandbox of spec in run (platform.Adopter): it is
+// made again in place, as Create does, and must be at ref.
+func (l *Local) Adopt(ctx context.Context, run string, spec platform.Spec, ref string) (platform.Instance, error) {
+	inst, err := l.Create(ctx, run, spec)
+	if err == nil && inst.Ref != ref {
+		return platform.Instance{}, fmt.Errorf("local: instance %s: its sandbox is %s now, not %s", spec.Name, inst.Ref, ref)
+	}
+	return inst, err
 }
 
 // InstanceRef is the sandbox directory Create makes for spec in run

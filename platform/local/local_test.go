@@ -245,3 +245,27 @@ func TestInstanceRef(t *testing.T) {
 		t.Errorf("InstanceRef = %q, Create made %q", want, inst.Ref)
 	}
 }
+
+// TestAdopt: a resumed run takes back its sandbox where it was, and only
+// there.
+func TestAdopt(t *testing.T) {
+	l := New(t.TempDir())
+	spec := platform.Spec{Name: "gpu"}
+	inst, err := l.Create(context.Background(), "r1", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inst.Ref, "kept"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.Adopt(context.Background(), "r1", spec, inst.Ref)
+	if err != nil || again.Ref != inst.Ref || !again.Created {
+		t.Fatalf("Adopt = %+v, %v", again, err)
+	}
+	if _, err := os.Stat(filepath.Join(again.Ref, "kept")); err != nil {
+		t.Errorf("the adopted sandbox lost its files: %v", err)
+	}
+	if _, err := l.Adopt(context.Background(), "r1", spec, "/elsewhere"); err == nil {
+		t.Error("Adopt of a sandbox recorded elsewhere succeeded")
+	}
+}
