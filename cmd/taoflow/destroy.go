@@ -192,7 +192,7 @@ func platformFor(g *globals, resources []state.Resource) (platform.Platform, pla
 			kind = res.Platform
 		}
 	}
-	pf, err := buildPlatform(kind, data, "destroy", g.stateDir, nil)
+	pf, err := buildPlatform(kind, data, "destroy", g.stateDir, platformOptions{})
 	if err != nil {
 		return nil, inst, fmt.Errorf("resources on the %q platform: %w", kind, err)
 	}

@@ -81,15 +81,18 @@ func resolveBinary(bin, base string) string {
 // newPlatform builds the platform of a plan for run; progress, when not
 // nil, hears what it says while it prepares instances.
 func newPlatform(p *plan.Plan, run, stateDir string, progress *progressRelay) (platform.Platform, error) {
-	if p.Platform.Kind == plan.PlatformBrev {
-		cfg := brevConfig(platformData(p), run)
-		cfg.Progress = progress.send
-		// brev runs with taoflow's environment, less the plan's secrets:
-		// their values are for the instances, on stdin, and nothing else.
-		cfg.Env = environWithout(os.Environ(), p.SecretNames())
-		return brev.New(cfg)
-	}
-	return buildPlatform(p.Platform.Kind, platformData(p), run, stateDir, progress.send)
+	return buildPlatform(p.Platform.Kind, platformData(p), run, stateDir, platformOptions{
+		progress: progress.send,
+		// A platform CLI (brev) runs with taoflow's environment, less the
+		// plan's secrets: their values are for the instances, on stdin.
+		env: environWithout(os.Environ(), p.SecretNames()),
+	})
+}
+
+// platformOptions are what a platform gets besides its recorded settings.
+type platformOptions struct {
+	progress func(instance, msg string) // hears what it says while it prepares instances; nil for none
+	env      []string                   // the environment of the CLIs it runs; nil for taoflow's
 }
 
 // environWithout returns env without the variables named in names.
@@ -146,9 +149,8 @@ func (r *progressRelay) send(instance, msg string) {
 	}
 }
 
-// buildPlatform builds a platform of kind from its recorded settings;
-// progress (nil for none) hears a platform's lines about preparing instances.
-func buildPlatform(kind string, data map[string]string, run, stateDir string, progress func(instance, msg string)) (platform.Platform, error) {
+// buildPlatform builds a platform of kind from its recorded settings.
+func buildPlatform(kind string, data map[string]string, run, stateDir string, opts platformOptions) (platform.Platform, error) {
 	switch kind {
 	case plan.PlatformLocal:
 		root, err := filepath.Abs(filepath.Join(stateDir, "sandboxes"))
@@ -160,7 +162,7 @@ func buildPlatform(kind string, data map[string]string, run, stateDir string, pr
 		return ssh.New(sshConfig(data, run)), nil
 	case plan.PlatformBrev:
 		cfg := brevConfig(data, run)
-		cfg.Progress = progress
+		cfg.Progress, cfg.Env = opts.progress, opts.env
 		return brev.New(cfg)
 	}
 	return nil, fmt.Errorf("unknown platform %q", kind)
