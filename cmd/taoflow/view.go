@@ -128,25 +128,13 @@ func (v *liveView) Event(e engine.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if e.Instance != "" && e.Node == "" {
-		if _, ok := v.insts[e.Instance]; !ok {
-			v.iorder = append(v.iorder, e.Instance)
-		}
-		switch e.Type {
-		case engine.InstanceAcquire:
-			v.insts[e.Instance] = "preparing"
-		case engine.InstanceProgress:
-			v.insts[e.Instance] = e.Message
-		case engine.InstanceReady:
-			v.insts[e.Instance] = "ready"
-		case engine.InstanceFailed:
-			v.insts[e.Instance] = "FAILED"
-		case engine.InstanceRelease:
-			v.insts[e.Instance] = "releasing (" + e.Message + ")"
-		case engine.InstanceReleased:
-			v.insts[e.Instance] = e.Message
-		case engine.InstanceLeft:
-			v.insts[e.Instance] = "NOT RELEASED"
-		default:
+		// What an instance event says, as the plain view words it, less
+		// the "instance NAME: " the instances line already shows.
+		if line, ok := strings.CutPrefix(describe(e), "instance "+e.Instance+": "); ok {
+			if _, seen := v.insts[e.Instance]; !seen {
+				v.iorder = append(v.iorder, e.Instance)
+			}
+			v.insts[e.Instance] = line
 		}
 	}
 	row := v.rows[e.Node]
