@@ -93,14 +93,6 @@ func TestDockerScripts(t *testing.T) {
 			"waitcontainer": func(ts *testscript.TestScript, neg bool, args []string) {
 				cmdWaitContainer(t, ts, neg, args)
 			},
-			"containers": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) != 1 {
-					ts.Fatalf("usage: containers NAME-SUBSTRING")
-				}
-				out, err := testrig.Docker(t, "ps", "-a", "--filter", "name="+args[0], "--format", "{{.Names}} {{.State}}")
-				ts.Check(err)
-				fmt.Fprintln(ts.Stdout(), out)
-			},
 		},
 	}
 	// t.Run returns once the scripts, run in parallel, have all ended.
