@@ -3,6 +3,7 @@ package steps
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -118,6 +119,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 		names[i] = w.job.ID
 	}
 	fmt.Fprintf(req.Log, "waiting for %s (poll every %s)\n", strings.Join(names, ", "), interval)
+	offsets := s.priorOffsets(req, ws)
 	start := time.Now()
 	failures := 0
 	for {
@@ -125,6 +127,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 		if ctx.Err() != nil {
 			return s.abandon(ctx, req, ws)
 		}
+		offsets = recordOffsets(req, ws, offsets)
 		if err != nil {
 			failures++
 			fmt.Fprintf(req.Log, "poll failed (%d of %d in a row): %s\n", failures, maxPollFailures, s.redact.Redact(err.Error()))
@@ -149,6 +152,54 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 			return s.abandon(ctx, req, ws)
 		}
 	}
+}
+
+// priorOffsets starts each job's log where an earlier attempt of this
+// node (before a crash and --resume) stopped writing it to the node log, so
+// the lines before are not written twice. It returns the offsets as
+// recorded.
+func (s *Steps) priorOffsets(req Request, ws []*watched) map[string]int64 {
+	offsets := map[string]int64{}
+	raw := req.Facts[RecordLogOffsets]
+	if raw == "" {
+		return offsets
+	}
+	if err := json.Unmarshal([]byte(raw), &offsets); err != nil {
+		fmt.Fprintf(req.Log, "reading the jobs' logs from the start (the recorded offsets are unreadable: %v)\n", err)
+		return map[string]int64{}
+	}
+	for _, w := range ws {
+		if n := offsets[w.job.ID]; n > 0 {
+			w.offset = n
+			fmt.Fprintf(req.Log, "%sjob %s: its log continues after the %d bytes written here before\n", w.label, w.job.ID, n)
+		}
+	}
+	return offsets
+}
+
+// recordOffsets records how much of each job's log the node log holds
+// (complete lines only) when that changed since last, and returns what
+// it recorded.
+func recordOffsets(req Request, ws []*watched, last map[string]int64) map[string]int64 {
+	if req.Record == nil {
+		return last
+	}
+	now := make(map[string]int64, len(ws))
+	changed := false
+	for _, w := range ws {
+		n := w.offset - int64(len(w.partial))
+		now[w.job.ID] = n
+		changed = changed || last[w.job.ID] != n
+	}
+	if !changed {
+		return last
+	}
+	b, err := json.Marshal(now)
+	if err != nil {
+		return last
+	}
+	req.Record(RecordLogOffsets, string(b))
+	return now
 }
 
 // observe polls every job that has not ended, one Exec per instance, and

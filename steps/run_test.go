@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -73,6 +74,60 @@ func TestWaitStreamsBigLog(t *testing.T) {
 	end := strings.Index(got, "\n150000\n") + len("\n150000\n")
 	if start <= 0 || end < start || got[start:end] != want.String() {
 		t.Errorf("the log of seq 1 150000 did not arrive whole and once (%d bytes of node log)", len(got))
+	}
+}
+
+// TestWaitResumesLogOffsets: a wait records how much of each job's log its
+// node log holds (whole lines only), and a later attempt given those facts
+// (a resumed run) writes only what follows.
+func TestWaitResumesLogOffsets(t *testing.T) {
+	e := newEnv(t)
+	e.runJob(t, e.steps, "tf-r1-t-c0", with("command", "printf 'one\\ntwo\\nthree\\nfour'"))
+	e.runJob(t, e.steps, "tf-r1-t-c1", with("command", "echo five"))
+	jobs := []Job{{ID: "tf-r1-t-c0"}, {ID: "tf-r1-t-c1"}}
+	wait := func(facts map[string]string) (string, map[string]string) {
+		t.Helper()
+		log, recorded := &logBuf{}, map[string]string{}
+		err := e.steps.Do(context.Background(), Request{
+			NodeID: "wait@a", Step: &plan.Step{ID: "wait", Uses: plan.KindWait},
+			Instance: e.inst, Jobs: jobs, Log: log, Progress: func(string) {},
+			Facts: facts, Record: func(k, v string) { recorded[k] = v },
+		})
+		if err != nil {
+			t.Fatalf("wait: %v\nlog:\n%s", err, log)
+		}
+		return log.String(), recorded
+	}
+	first, facts := wait(nil)
+	for _, l := range []string{"[tf-r1-t-c0] one\n", "[tf-r1-t-c0] four\n", "[tf-r1-t-c1] five\n"} {
+		if !strings.Contains(first, l) {
+			t.Errorf("first wait's log lacks %q:\n%s", l, first)
+		}
+	}
+	var got map[string]int64
+	if err := json.Unmarshal([]byte(facts[RecordLogOffsets]), &got); err != nil {
+		t.Fatalf("recorded %s = %q: %v", RecordLogOffsets, facts[RecordLogOffsets], err)
+	}
+	if diff := cmp.Diff(map[string]int64{"tf-r1-t-c0": int64(len("one\ntwo\nthree\nfour")), "tf-r1-t-c1": 5}, got); diff != "" {
+		t.Errorf("recorded offsets (-want +got):\n%s", diff)
+	}
+
+	// An attempt that stopped after "two\n" and most of "three".
+	second, _ := wait(map[string]string{RecordLogOffsets: `{"tf-r1-t-c0": 8}`})
+	if strings.Contains(second, "] one") || strings.Contains(second, "] two") {
+		t.Errorf("the resumed wait wrote lines the node log already holds:\n%s", second)
+	}
+	for _, l := range []string{"[tf-r1-t-c0] three\n", "[tf-r1-t-c0] four\n", "[tf-r1-t-c1] five\n",
+		"job tf-r1-t-c0: its log continues after the 8 bytes written here before"} {
+		if strings.Count(second, l) != 1 {
+			t.Errorf("resumed wait's log has %q %d times, want once:\n%s", l, strings.Count(second, l), second)
+		}
+	}
+
+	// Unreadable facts: the logs are read from the start, with a word why.
+	third, _ := wait(map[string]string{RecordLogOffsets: `{`})
+	if !strings.Contains(third, "[tf-r1-t-c0] one\n") || !strings.Contains(third, "recorded offsets are unreadable") {
+		t.Errorf("with unreadable facts the log should start over and say so:\n%s", third)
 	}
 }
 

@@ -135,14 +135,22 @@ type Request struct {
 	// Release releases the instance; a delete step ends with it.
 	Release func(ctx context.Context, force bool) error
 	// Record, when set, is given facts the step learned that belong in
-	// the run state: pull records RecordImage and RecordDigest.
+	// the run state: pull records RecordImage and RecordDigest, wait
+	// RecordLogOffsets.
 	Record func(key, value string)
+	// Facts are what this node recorded in earlier attempts of the run
+	// (a run resumed after a crash): a wait goes on reading its jobs' logs
+	// where the node log ends instead of from the start.
+	Facts map[string]string
 }
 
 // Keys of Request.Record.
 const (
 	RecordImage  = "image"  // the image a pull step pulled, as the plan names it
 	RecordDigest = "digest" // its digest, repo@sha256:... (or the image id, sha256:..., for an image no registry knows)
+	// RecordLogOffsets is, for a wait, a JSON object of job id → the bytes
+	// of that job's log already written to the node log.
+	RecordLogOffsets = "log_offsets"
 )
 
 // Error is a step failure with a class the user can act on.

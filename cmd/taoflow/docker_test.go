@@ -61,6 +61,7 @@ func TestDockerScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile": cmdWaitFile,
 			"noargv":   cmdNoArgv,
+			"waitlog":  cmdWaitLog,
 			"s3ls": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 1 || neg {
 					ts.Fatalf("usage: s3ls prefix")

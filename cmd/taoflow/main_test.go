@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,6 +44,7 @@ func TestScripts(t *testing.T) {
 			"noargv":   cmdNoArgv,
 			"sleep":    cmdSleep,
 			"waitnode": cmdWaitNode,
+			"waitlog":  cmdWaitLog,
 		},
 	})
 }
@@ -91,6 +93,41 @@ func cmdWaitNode(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Fatalf("node %s did not become %s within 30s (last: %q)", args[0], args[1], last)
+}
+
+// waitlog NODE TEXT: wait (up to 60s) until the log of node NODE of the
+// latest run in .taoflow holds TEXT.
+func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: waitlog node text")
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(nodeLog(ts.MkAbs(".taoflow"), args[0]), args[1]) {
+			return
+		}
+	}
+	ts.Fatalf("the log of node %s did not show %q within 60s", args[0], args[1])
+}
+
+// nodeLog returns the log of node of the latest run in the state at dir,
+// or "" while there is none.
+func nodeLog(dir, node string) string {
+	st, err := state.OpenReadOnly(dir)
+	if err != nil {
+		return ""
+	}
+	defer st.Close()
+	r, err := st.LatestRun(context.Background())
+	if err != nil {
+		return ""
+	}
+	rc, err := st.OpenLog(r.ID, node)
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(rc)
+	return string(b)
 }
 
 // sleep DURATION: pause (signals sent back to back can merge into one).

@@ -247,6 +247,9 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		NodeID: n.ID, Step: n.Step, Instance: inst, With: t.With, JobID: n.JobID,
 		Attempt: t.Attempt, Log: t.Log, Progress: t.Progress, Release: t.Release,
 	}
+	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {
+		req.Facts = prior.Facts
+	}
 	req.Record = func(key, value string) {
 		if err := e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, key, value); err != nil && t.Log != nil {
 			fmt.Fprintf(t.Log, "could not record the %s in the state: %v\n", key, err)
