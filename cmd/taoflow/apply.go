@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -17,10 +15,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/taoflow/taoflow/engine"
-	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
 	"github.com/taoflow/taoflow/state"
-	"github.com/taoflow/taoflow/steps"
 )
 
 type applyFlags struct {
@@ -114,23 +111,20 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	if f.parallel < 0 {
 		return usageError(fmt.Errorf("--parallel must not be negative"))
 	}
-	var prior *resumed
+	var prior *runner.Resumed
 	if f.resume != "" {
 		if len(f.vars) > 0 {
 			return usageError(fmt.Errorf("--var can't be given with --resume: a resumed run keeps the vars it started with"))
 		}
 		var err error
-		if prior, err = loadResumed(parent, g.stateDir, f.resume); err != nil {
+		if prior, err = runner.LoadResumed(parent, g.stateDir, f.resume); err != nil {
 			return err
 		}
-		f.vars = prior.varFlags()
+		f.vars = prior.VarFlags()
 	}
 	p, _, err := loadPlan(sio, path, f.vars)
 	if err != nil {
 		return err
-	}
-	if prior != nil && p.Hash != prior.run.PlanHash {
-		return usageError(fmt.Errorf("%s has changed since run %s started (its sha256 was %.12s, now %.12s): resume needs the same plan", path, prior.run.ID, prior.run.PlanHash, p.Hash))
 	}
 	secrets, err := secret.Resolve(p.SecretNames(), os.LookupEnv)
 	if err != nil {
@@ -142,109 +136,46 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	errOut := secret.NewWriter(sio.err, red)
 	defer errOut.Close()
 
-	runID := newRunID(p.Name)
-	if prior != nil {
-		runID = prior.run.ID
-	}
-	progress := &progressRelay{}
-	pf, err := newPlatform(p, runID, g.stateDir, progress)
-	if err != nil {
-		return usageError(fmt.Errorf("%s: %w", p.File, err))
-	}
-	if c, ok := pf.(platform.Closer); ok {
-		// Masters and connections go when the run ends, not before: an
-		// instance released early does not close the others'.
-		defer func() { _ = c.Close() }()
-	}
-	if n, ok := pf.(platform.Namer); ok {
-		var names []string
-		for _, in := range p.Instances {
-			if in.Create {
-				names = append(names, n.InstanceRef(runID, platform.Spec{Name: in.Name, Type: in.CreateType}))
-			}
-		}
-		if len(names) > 0 {
-			defer announceRun(runID, names)()
-		}
-	}
-	if c, ok := pf.(platform.Checker); ok {
-		// A missing or too old brev CLI is found before anything starts.
-		if _, err := c.Check(parent); err != nil {
-			return usageError(fmt.Errorf("%s: %w", p.File, err))
-		}
-	}
-	store, err := state.Open(g.stateDir, state.WithRedactor(red.Redact))
+	a, err := runner.Start(parent, runner.ApplyConfig{Plan: p, PlanPath: path, Secrets: secrets, StateDir: g.stateDir,
+		Resume: prior, Parallel: f.parallel, FinallyTimeout: f.finally})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-
-	graph, err := engine.Expand(p, engine.Options{RunID: runID})
-	if err != nil {
-		return usageError(err)
-	}
-	host, _ := os.Hostname()
-	vars := map[string]string{}
-	for _, v := range p.Vars {
-		vars[v.Name] = v.Value
-	}
-	ctx := context.WithoutCancel(parent)
-	if prior == nil {
-		err = store.CreateRun(ctx, state.Run{ID: runID, Name: p.Name, PlanFile: path, PlanHash: p.Hash, Vars: vars,
-			State: state.RunRunning, PID: os.Getpid(), Host: host, StartedAt: time.Now()})
-	} else {
-		err = prior.claim(ctx, store, host)
-	}
-	if err != nil {
-		return err
-	}
-	cwd, _ := os.Getwd()
-	st := steps.New(steps.Config{Platform: pf, Plan: p, Secrets: secrets, RunID: runID, BaseDir: cwd})
-	insts := newInstances(runID, p, pf, store, st)
-	var done map[string]string
-	if prior != nil {
-		done = prior.done()
-		prior.restore(st, insts)
-	}
-
-	view, closeView := newView(f.output, out, sio.out, graph)
-	rec, err := newRecorder(ctx, runID, graph, store, view, done)
-	if err != nil {
-		return err
-	}
-	progress.set(rec.Event)
+	defer a.Close()
+	view, closeView := newView(f.output, out, sio.out, a.Graph)
 	if f.output != "json" {
 		if prior != nil {
-			fmt.Fprintf(errOut, "taoflow: resuming run %s (%d of %d nodes succeeded before; %d instances); state in %s\n", runID, len(done), len(graph.Nodes), len(p.Instances), g.stateDir)
+			fmt.Fprintf(errOut, "taoflow: resuming run %s (%d of %d nodes succeeded before; %d instances); state in %s\n", a.ID, len(a.Done), len(a.Graph.Nodes), len(p.Instances), g.stateDir)
 		} else {
-			fmt.Fprintf(errOut, "taoflow: run %s (%d nodes on %d instances); state in %s\n", runID, len(graph.Nodes), len(p.Instances), g.stateDir)
+			fmt.Fprintf(errOut, "taoflow: run %s (%d nodes on %d instances); state in %s\n", a.ID, len(a.Graph.Nodes), len(p.Instances), g.stateDir)
 		}
 	}
 
 	runCtx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	stopSignals := handleSignals(errOut, runID, cancel, store)
+	stopSignals := handleSignals(errOut, a, cancel)
 	defer stopSignals()
 
-	sum := engine.Run(runCtx, graph, engine.Config{
-		RunID: runID, Parallel: f.parallel, Executor: &executor{run: runID, g: graph, insts: insts, steps: st, store: store},
-		Instances: insts, Observer: rec, FinallyTimeout: f.finally, Done: done,
-	})
-	code, verdict := outcome(sum)
-	rec.Event(engine.Event{Time: time.Now(), Type: engine.RunEnded, Message: verdict})
+	sum, err := a.Run(runCtx, view)
+	if err != nil {
+		closeView()
+		return err
+	}
+	runState, verdict := runner.Verdict(sum)
+	code := exitCodes[runState]
+	err = a.Finish(runState, code, verdict)
 	closeView()
-	runState := map[int]string{exitOK: state.RunSucceeded, exitFailed: state.RunFailed, exitTeardown: state.RunTeardownIncomplete, exitInterrupted: state.RunInterrupted}[code]
-	if err := store.UpdateRun(ctx, runID, state.RunUpdate{State: runState, EndedAt: time.Now(), ExitCode: code, Message: verdict}); err != nil {
+	if err != nil {
 		fmt.Fprintf(errOut, "taoflow: could not record the end of the run: %v\n", err)
 	}
 	if f.output != "json" {
-		for _, k := range insts.kept {
-			fmt.Fprintf(errOut, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, runID)
+		for _, k := range a.Kept() {
+			fmt.Fprintf(errOut, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, a.ID)
 		}
-		printOutcome(errOut, runID, graph, sum, verdict)
+		printOutcome(errOut, a.ID, a.Graph, sum, verdict)
 	}
-	if rec.errs > 0 {
-		fmt.Fprintf(errOut, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", rec.errs, runID)
+	if n := a.StateErrors(); n > 0 {
+		fmt.Fprintf(errOut, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", n, a.ID)
 	}
 	if code == exitOK {
 		return nil
@@ -252,19 +183,12 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	return silent(code)
 }
 
-// outcome maps a run's summary to the exit code and a one-line verdict.
-func outcome(s engine.Summary) (int, string) {
-	counts := fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d canceled, %d timed out",
-		s.Count(engine.Succeeded), s.Count(engine.Failed), s.Count(engine.Skipped), s.Count(engine.Canceled), s.Count(engine.TimedOut))
-	switch {
-	case len(s.Left) > 0:
-		return exitTeardown, "teardown incomplete (" + counts + ")"
-	case s.Interrupted:
-		return exitInterrupted, "interrupted; teardown completed (" + counts + ")"
-	case s.Failed():
-		return exitFailed, "failed; teardown completed (" + counts + ")"
-	}
-	return exitOK, "succeeded (" + counts + ")"
+// exitCodes maps the state a run ended in to apply's exit code.
+var exitCodes = map[string]int{
+	state.RunSucceeded:          exitOK,
+	state.RunFailed:             exitFailed,
+	state.RunTeardownIncomplete: exitTeardown,
+	state.RunInterrupted:        exitInterrupted,
 }
 
 func printOutcome(w io.Writer, runID string, g *engine.Graph, s engine.Summary, verdict string) {
@@ -307,7 +231,7 @@ func newView(output string, w, raw io.Writer, g *engine.Graph) (engine.Observer,
 
 // handleSignals implements the three-stage Ctrl-C: cancel and tear down;
 // say what teardown is doing; abandon it with exit 3.
-func handleSignals(w io.Writer, runID string, cancel context.CancelCauseFunc, store *state.Store) func() {
+func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc) func() {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	var once sync.Once
@@ -331,28 +255,16 @@ func handleSignals(w io.Writer, runID string, cancel context.CancelCauseFunc, st
 				case 2:
 					// Bounded: a signal handler must never wait on a busy state store.
 					ctx, cancelQuery := context.WithTimeout(context.Background(), 2*time.Second)
-					alive, err := store.Alive(ctx, runID)
+					names, err := a.Alive(ctx)
 					cancelQuery()
-					var names []string
-					for _, r := range alive {
-						names = append(names, r.Kind+" "+r.Name)
-					}
 					what := strings.Join(names, ", ")
 					if err != nil {
-						what = "(the state is busy; see taoflow status " + runID + ")"
+						what = "(the state is busy; see taoflow status " + a.ID + ")"
 					}
 					fmt.Fprintf(w, "\ntaoflow: teardown is still running; not yet removed: %s\ntaoflow: Ctrl-C once more abandons teardown\n", what)
 				default:
-					fmt.Fprintf(w, "\ntaoflow: teardown abandoned; what it had not removed may still exist (and bill)\ntaoflow: remove it with: taoflow destroy %s --yes\n", runID)
-					recorded := make(chan struct{})
-					go func() {
-						_ = store.UpdateRun(context.Background(), runID, state.RunUpdate{State: state.RunTeardownIncomplete, EndedAt: time.Now(), ExitCode: exitTeardown, Message: "teardown abandoned by a third interrupt"})
-						close(recorded)
-					}()
-					select {
-					case <-recorded:
-					case <-time.After(2 * time.Second):
-					}
+					fmt.Fprintf(w, "\ntaoflow: teardown abandoned; what it had not removed may still exist (and bill)\ntaoflow: remove it with: taoflow destroy %s --yes\n", a.ID)
+					a.Abandon(exitTeardown)
 					os.Exit(exitTeardown)
 				}
 			}
@@ -364,11 +276,4 @@ func handleSignals(w io.Writer, runID string, cancel context.CancelCauseFunc, st
 			close(done)
 		})
 	}
-}
-
-// newRunID makes a run id: the plan name, the time, and 4 random hex digits.
-func newRunID(name string) string {
-	b := make([]byte, 2)
-	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s-%s-%s", name, time.Now().UTC().Format("0102-150405"), hex.EncodeToString(b))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
+	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -184,7 +185,7 @@ func TestBrevSweep(t *testing.T) {
 				seen, leaked := brevEnvirons(f.Binary, secretValue)
 				brevSeen += seen
 				leaks = append(leaks, leaked...)
-				for name := range liveNames() {
+				for name := range runner.LiveNames() {
 					announced[name] = true
 				}
 			}
@@ -207,7 +208,7 @@ func TestBrevSweep(t *testing.T) {
 	if len(announced) != 3 {
 		t.Errorf("announced while running: %v, want the three instances it creates", announced)
 	}
-	if now := liveNames(); len(now) != 0 {
+	if now := runner.LiveNames(); len(now) != 0 {
 		t.Errorf("still announced after the run: %v", now)
 	}
 	// The instances tick together (any ls is a tick of all), so which of
@@ -475,9 +476,9 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	// A run going on in another working directory of this machine (this
 	// process stands for its apply), and one whose apply died.
 	brevCreate(t, f, "tf-busy-0101-000000-dddd-gpu")
-	defer announceRun("busy-0101-000000-dddd", []string{"tf-busy-0101-000000-dddd-gpu"})()
+	defer runner.Announce("busy-0101-000000-dddd", []string{"tf-busy-0101-000000-dddd-gpu"})()
 	brevCreate(t, f, "tf-gone-0101-000000-eeee-gpu")
-	ld, err := liveDir()
+	ld, err := runner.LiveDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -680,16 +681,6 @@ func TestBrevCLIChecked(t *testing.T) {
 	}
 	if _, err := os.Stat(".taoflow"); err == nil {
 		t.Error("a run was recorded although nothing could start")
-	}
-}
-
-// TestBrevEnvironmentHasNoSecrets: the brev CLI runs without the plan's
-// secret values in its environment.
-func TestBrevEnvironmentHasNoSecrets(t *testing.T) {
-	got := environWithout([]string{"PATH=/bin", "NGC_KEY=nvapi-x", "HOME=/h", "AWS_SECRET_ACCESS_KEY=y", "NGC_KEY_OTHER=z"},
-		[]string{"NGC_KEY", "AWS_SECRET_ACCESS_KEY"})
-	if want := []string{"PATH=/bin", "HOME=/h", "NGC_KEY_OTHER=z"}; !slices.Equal(got, want) {
-		t.Errorf("environWithout = %q, want %q", got, want)
 	}
 }
 

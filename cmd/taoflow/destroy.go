@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -13,9 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
-	"github.com/taoflow/taoflow/steps"
 )
 
 func newDestroyCmd(sio stdio, g *globals) *cobra.Command {
@@ -55,7 +53,7 @@ removed (it is named).`,
 					return err
 				}
 			} else {
-				r, err := findRun(ctx, store, args[0])
+				r, err := runner.FindRun(ctx, store, args[0])
 				if err != nil {
 					return usageError(err)
 				}
@@ -83,7 +81,7 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 		if len(alive) == 0 {
 			continue
 		}
-		if applyAlive(r) {
+		if runner.ApplyAlive(r) {
 			return usageError(fmt.Errorf("run %s is still being applied (pid %d); stop it with: taoflow cancel %s", r.ID, r.PID, r.ID))
 		}
 		todo = append(todo, work{r, alive})
@@ -108,95 +106,16 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 			return usageError(fmt.Errorf("nothing destroyed"))
 		}
 	}
+	d := runner.Destroyer{Store: store, StateDir: g.stateDir, Log: sio.out, CanceledExitCode: exitInterrupted}
 	failed := 0
 	for _, w := range todo {
-		failed += destroyRun(ctx, sio.out, g, store, w.run, w.alive)
+		failed += d.Destroy(ctx, w.run, w.alive)
 	}
 	if failed > 0 {
 		fmt.Fprintf(sio.err, "taoflow: %d resources could not be removed; they may still exist (and bill)\n", failed)
 		return silent(exitTeardown)
 	}
 	return nil
-}
-
-// destroyRun stops the run's jobs on each instance it used, then deletes the
-// instances it created. It returns how many resources remain.
-func destroyRun(ctx context.Context, w io.Writer, g *globals, store *state.Store, r state.Run, alive []state.Resource) int {
-	byInstance := map[string][]state.Resource{}
-	var order []string
-	for _, res := range alive {
-		if _, ok := byInstance[res.Instance]; !ok {
-			order = append(order, res.Instance)
-		}
-		byInstance[res.Instance] = append(byInstance[res.Instance], res)
-	}
-	failed := 0
-	for _, name := range order {
-		resources := byInstance[name]
-		pf, inst, err := platformFor(g, resources)
-		if err != nil {
-			fmt.Fprintf(w, "%s: %s: %v\n", r.ID, name, err)
-			failed += len(resources)
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		st := steps.New(steps.Config{Platform: pf, RunID: r.ID})
-		if inst.Ref != "" {
-			if err := st.Cleanup(cctx, inst); err != nil {
-				fmt.Fprintf(w, "%s: stopping jobs on %s: %v\n", r.ID, name, err)
-			}
-		}
-		for _, res := range resources {
-			var err error
-			if res.Kind == state.KindInstance {
-				if d, ok := pf.(platform.Deleter); ok {
-					err = d.Delete(cctx, inst)
-				}
-			}
-			if err != nil {
-				failed++
-				_ = store.MarkFailed(ctx, res.ID, err.Error())
-				fmt.Fprintf(w, "%s: %s %s: NOT removed: %v\n", r.ID, res.Kind, res.Name, err)
-				continue
-			}
-			_ = store.MarkDeleted(ctx, res.ID)
-			fmt.Fprintf(w, "%s: %s %s: removed\n", r.ID, res.Kind, res.Name)
-		}
-		cancel()
-	}
-	if failed == 0 && (r.State == state.RunRunning || r.State == state.RunTeardownIncomplete) {
-		_ = store.UpdateRun(ctx, r.ID, state.RunUpdate{State: state.RunCanceled, EndedAt: time.Now(), ExitCode: exitInterrupted, Message: "torn down by taoflow destroy"})
-	}
-	return failed
-}
-
-// platformFor rebuilds the platform and instance a run's resources live on.
-func platformFor(g *globals, resources []state.Resource) (platform.Platform, platform.Instance, error) {
-	inst := platform.Instance{Created: true}
-	kind := ""
-	data := map[string]string{}
-	for _, res := range resources {
-		for k, v := range res.Data {
-			if strings.HasPrefix(k, "pf.") {
-				data[k] = v
-			}
-		}
-		inst.Name = res.Instance
-		if ref := res.Data["ref"]; ref != "" {
-			inst.Ref = ref
-		}
-		if ref := res.Data["instance_ref"]; ref != "" && inst.Ref == "" {
-			inst.Ref = ref
-		}
-		if res.Platform != "" {
-			kind = res.Platform
-		}
-	}
-	pf, err := buildPlatform(kind, data, "destroy", g.stateDir, platformOptions{})
-	if err != nil {
-		return nil, inst, fmt.Errorf("resources on the %q platform: %w", kind, err)
-	}
-	return pf, inst, nil
 }
 
 func newCancelCmd(sio stdio, g *globals) *cobra.Command {
@@ -217,11 +136,11 @@ tears down what the state records, like 'taoflow destroy RUN --yes'.`,
 				return err
 			}
 			defer store.Close()
-			r, err := findRun(ctx, store, args[0])
+			r, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
 				return usageError(err)
 			}
-			if !applyAlive(r) {
+			if !runner.ApplyAlive(r) {
 				return destroyRuns(ctx, sio, g, store, []state.Run{r}, true)
 			}
 			if err := syscall.Kill(r.PID, syscall.SIGINT); err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/taoflow/taoflow/runner"
 )
 
 // The exit codes of taoflow (DESIGN.md §2). This table is the only place
@@ -49,6 +51,10 @@ func exitCode(err error, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "taoflow: %v\n", ee.err)
 		}
 		return ee.code
+	}
+	if refused := (*runner.RefusedError)(nil); errors.As(err, &refused) {
+		fmt.Fprintf(stderr, "taoflow: %v\n", err)
+		return exitUsage
 	}
 	fmt.Fprintf(stderr, "taoflow: %v\n", err)
 	return exitFailed

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -34,7 +35,7 @@ RUN is an id, a unique prefix of one, or "latest".`,
 				return usageError(err)
 			}
 			defer store.Close()
-			run, err := findRun(ctx, store, args[0])
+			run, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
 				return usageError(err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -104,7 +105,7 @@ func runCompletion(g *globals, nodes bool) func(*cobra.Command, []string, string
 		}
 		var out []string
 		if len(args) == 1 {
-			r, err := findRun(ctx, store, args[0])
+			r, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
 				return nil, none
 			}

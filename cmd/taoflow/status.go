@@ -3,17 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -44,7 +42,7 @@ progress. --json prints the same as one JSON object for scripts.`,
 			if len(args) == 0 {
 				return listRuns(ctx, sio.out, store, asJSON)
 			}
-			run, err := findRun(ctx, store, args[0])
+			run, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
 				return usageError(err)
 			}
@@ -53,53 +51,6 @@ progress. --json prints the same as one JSON object for scripts.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-// findRun resolves a run id, a unique prefix of one, or "latest".
-func findRun(ctx context.Context, store *state.Store, id string) (state.Run, error) {
-	if id == "latest" {
-		r, err := store.LatestRun(ctx)
-		if errors.Is(err, state.ErrNotFound) {
-			return r, errors.New("there are no runs in the state yet")
-		}
-		return r, err
-	}
-	if r, err := store.Run(ctx, id); err == nil {
-		return r, nil
-	}
-	runs, err := store.Runs(ctx)
-	if err != nil {
-		return state.Run{}, err
-	}
-	var match []state.Run
-	for _, r := range runs {
-		if strings.HasPrefix(r.ID, id) {
-			match = append(match, r)
-		}
-	}
-	switch len(match) {
-	case 1:
-		return match[0], nil
-	case 0:
-		return state.Run{}, fmt.Errorf("no run %q in the state (taoflow status lists them)", id)
-	}
-	var ids []string
-	for _, r := range match {
-		ids = append(ids, r.ID)
-	}
-	return state.Run{}, fmt.Errorf("%q matches several runs: %s", id, strings.Join(ids, ", "))
-}
-
-// applyAlive reports whether the apply that owns run still runs on this host.
-func applyAlive(r state.Run) bool {
-	host, _ := os.Hostname()
-	if r.PID <= 0 || r.Host != host || r.PID == os.Getpid() {
-		return false
-	}
-	if r.State != state.RunRunning {
-		return false
-	}
-	return syscall.Kill(r.PID, 0) == nil
 }
 
 type runJSON struct {
@@ -117,7 +68,7 @@ func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool)
 	if asJSON {
 		out := []runJSON{}
 		for _, r := range runs {
-			out = append(out, runJSON{Run: r, Alive: applyAlive(r)})
+			out = append(out, runJSON{Run: r, Alive: runner.ApplyAlive(r)})
 		}
 		return writeJSON(w, out)
 	}
@@ -152,7 +103,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 		return err
 	}
 	if asJSON {
-		return writeJSON(w, runJSON{Run: r, Alive: applyAlive(r), Nodes: nodes, Resources: alive})
+		return writeJSON(w, runJSON{Run: r, Alive: runner.ApplyAlive(r), Nodes: nodes, Resources: alive})
 	}
 	fmt.Fprintf(w, "run %s (plan %s, %s)\n", r.ID, r.Name, r.PlanFile)
 	fmt.Fprintf(w, "state: %s, started %s, %s", r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r))
@@ -193,7 +144,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 		for _, res := range alive {
 			fmt.Fprintf(w, "  %s %s on %s (%s)\n", res.Kind, res.Name, res.Instance, res.State)
 		}
-		if !applyAlive(r) {
+		if !runner.ApplyAlive(r) {
 			fmt.Fprintf(w, "remove them with: taoflow destroy %s --yes\n", r.ID)
 		}
 	}

@@ -263,3 +263,15 @@ func clipText(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// elapsed formats a duration for tables: 4s, 3m12s, 1h02m.
+func elapsed(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"fmt"
@@ -28,11 +28,11 @@ const (
 	dataTransport      = "pf.transport"
 )
 
-// platformData returns the plan's platform settings as resource data. A
+// PlatformData returns the plan's platform settings as resource data. A
 // relative ssh_config is resolved against the plan file's directory (a
 // checked-in plan names a file beside it) and ~/ against the home
 // directory.
-func platformData(p *plan.Plan) map[string]string {
+func PlatformData(p *plan.Plan) map[string]string {
 	pl := p.Platform
 	d := map[string]string{}
 	if pl.SSHConfig != "" {
@@ -78,21 +78,21 @@ func resolveBinary(bin, base string) string {
 	return resolvePath(bin, base)
 }
 
-// newPlatform builds the platform of a plan for run; progress, when not
+// NewPlatform builds the platform of a plan for run; progress, when not
 // nil, hears what it says while it prepares instances.
-func newPlatform(p *plan.Plan, run, stateDir string, progress *progressRelay) (platform.Platform, error) {
-	return buildPlatform(p.Platform.Kind, platformData(p), run, stateDir, platformOptions{
-		progress: progress.send,
+func NewPlatform(p *plan.Plan, run, stateDir string, progress func(instance, msg string)) (platform.Platform, error) {
+	return BuildPlatform(p.Platform.Kind, PlatformData(p), run, stateDir, PlatformOptions{
+		Progress: progress,
 		// A platform CLI (brev) runs with taoflow's environment, less the
 		// plan's secrets: their values are for the instances, on stdin.
-		env: environWithout(os.Environ(), p.SecretNames()),
+		Env: environWithout(os.Environ(), p.SecretNames()),
 	})
 }
 
-// platformOptions are what a platform gets besides its recorded settings.
-type platformOptions struct {
-	progress func(instance, msg string) // hears what it says while it prepares instances; nil for none
-	env      []string                   // the environment of the CLIs it runs; nil for taoflow's
+// PlatformOptions are what a platform gets besides its recorded settings.
+type PlatformOptions struct {
+	Progress func(instance, msg string) // hears what it says while it prepares instances; nil for none
+	Env      []string                   // the environment of the CLIs it runs; nil for taoflow's
 }
 
 // environWithout returns env without the variables named in names.
@@ -149,8 +149,8 @@ func (r *progressRelay) send(instance, msg string) {
 	}
 }
 
-// buildPlatform builds a platform of kind from its recorded settings.
-func buildPlatform(kind string, data map[string]string, run, stateDir string, opts platformOptions) (platform.Platform, error) {
+// BuildPlatform builds a platform of kind from its recorded settings.
+func BuildPlatform(kind string, data map[string]string, run, stateDir string, opts PlatformOptions) (platform.Platform, error) {
 	switch kind {
 	case plan.PlatformLocal:
 		root, err := filepath.Abs(filepath.Join(stateDir, "sandboxes"))
@@ -162,7 +162,7 @@ func buildPlatform(kind string, data map[string]string, run, stateDir string, op
 		return ssh.New(sshConfig(data, run)), nil
 	case plan.PlatformBrev:
 		cfg := brevConfig(data, run)
-		cfg.Progress, cfg.Env = opts.progress, opts.env
+		cfg.Progress, cfg.Env = opts.Progress, opts.Env
 		return brev.New(cfg)
 	}
 	return nil, fmt.Errorf("unknown platform %q", kind)

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 			return in.adopt(ctx, a, spec, res)
 		}
 	}
-	intent := platformData(in.plan)
+	intent := PlatformData(in.plan)
 	if n, ok := in.platform.(platform.Namer); ok {
 		// The name it will have, so that a crash during Create leaves
 		// something destroy and reap can find.
@@ -277,7 +277,7 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		req.Jobs = append(req.Jobs, job)
 	}
 	if n.Step.Uses == plan.KindRun {
-		data := platformData(e.insts.plan)
+		data := PlatformData(e.insts.plan)
 		data["instance_ref"] = inst.Ref
 		id, err := e.store.RecordIntent(ctx, state.Resource{RunID: e.run, Kind: state.KindJob, Name: n.JobID, Instance: t.Instance,
 			Platform: e.insts.platform.Kind(), Data: data})

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"encoding/json"
@@ -19,8 +19,8 @@ type liveRun struct {
 	Names []string `json:"names"` // platform names of the instances it may create
 }
 
-// liveDir is where live runs are announced: the user's cache directory.
-func liveDir() (string, error) {
+// LiveDir is where live runs are announced: the user's cache directory.
+func LiveDir() (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
@@ -28,10 +28,10 @@ func liveDir() (string, error) {
 	return filepath.Join(dir, "taoflow", "live"), nil
 }
 
-// announceRun writes run's live file and returns the func that removes it.
+// Announce writes run's live file and returns the func that removes it.
 // Failing to write it is not fatal: reap is then less sure, not apply.
-func announceRun(run string, names []string) func() {
-	dir, err := liveDir()
+func Announce(run string, names []string) func() {
+	dir, err := LiveDir()
 	if err != nil {
 		return func() {}
 	}
@@ -46,11 +46,11 @@ func announceRun(run string, names []string) func() {
 	return func() { _ = os.Remove(path) }
 }
 
-// liveNames returns the instance names of the runs announced by live apply
+// LiveNames returns the instance names of the runs announced by live apply
 // processes of this machine; files of processes gone are removed.
-func liveNames() map[string]string {
+func LiveNames() map[string]string {
 	names := map[string]string{}
-	dir, err := liveDir()
+	dir, err := LiveDir()
 	if err != nil {
 		return names
 	}

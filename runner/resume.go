@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"context"
@@ -12,30 +12,30 @@ import (
 	"github.com/taoflow/taoflow/steps"
 )
 
-// resumed is what the state says about a run being resumed.
-type resumed struct {
-	run       state.Run
+// Resumed is what the state says about a run being resumed.
+type Resumed struct {
+	Run       state.Run
 	nodes     []state.Node
 	instances map[string]state.Resource // instance resources created or being created, by instance name
 }
 
-// loadResumed reads run id (or "latest") from the state in dir. It refuses a
+// LoadResumed reads run id (or "latest") from the state in dir. It refuses a
 // run whose apply is alive.
-func loadResumed(ctx context.Context, dir, id string) (*resumed, error) {
+func LoadResumed(ctx context.Context, dir, id string) (*Resumed, error) {
 	if _, err := os.Stat(filepath.Join(dir, "state.db")); errors.Is(err, os.ErrNotExist) {
-		return nil, usageError(fmt.Errorf("no state in %s: nothing to resume", dir))
+		return nil, refused(fmt.Errorf("no state in %s: nothing to resume", dir))
 	}
 	store, err := state.OpenReadOnly(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	r, err := findRun(ctx, store, id)
+	r, err := FindRun(ctx, store, id)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, refused(err)
 	}
-	if applyAlive(r) {
-		return nil, usageError(fmt.Errorf("run %s is still running (apply pid %d); it can't be resumed twice (taoflow cancel %s stops it)", r.ID, r.PID, r.ID))
+	if ApplyAlive(r) {
+		return nil, refused(fmt.Errorf("run %s is still running (apply pid %d); it can't be resumed twice (taoflow cancel %s stops it)", r.ID, r.PID, r.ID))
 	}
 	nodes, err := store.Nodes(ctx, r.ID)
 	if err != nil {
@@ -45,7 +45,7 @@ func loadResumed(ctx context.Context, dir, id string) (*resumed, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &resumed{run: r, nodes: nodes, instances: map[string]state.Resource{}}
+	res := &Resumed{Run: r, nodes: nodes, instances: map[string]state.Resource{}}
 	for _, a := range alive {
 		if a.Kind == state.KindInstance && (a.State == state.ResourceCreated || a.State == state.ResourceIntent) {
 			res.instances[a.Instance] = a
@@ -54,11 +54,11 @@ func loadResumed(ctx context.Context, dir, id string) (*resumed, error) {
 	return res, nil
 }
 
-// varFlags returns the run's vars as --var flags, so the plan is loaded
+// VarFlags returns the run's vars as --var flags, so the plan is loaded
 // as it was.
-func (r *resumed) varFlags() []string {
+func (r *Resumed) VarFlags() []string {
 	var out []string
-	for k, v := range r.run.Vars {
+	for k, v := range r.Run.Vars {
 		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)
@@ -66,7 +66,7 @@ func (r *resumed) varFlags() []string {
 }
 
 // done returns the nodes that succeeded, with the instance each ran on.
-func (r *resumed) done() map[string]string {
+func (r *Resumed) done() map[string]string {
 	d := map[string]string{}
 	for _, n := range r.nodes {
 		if n.State == state.NodeSucceeded {
@@ -77,17 +77,17 @@ func (r *resumed) done() map[string]string {
 }
 
 // claim makes this process the run's owner again.
-func (r *resumed) claim(ctx context.Context, store *state.Store, host string) error {
-	if err := store.SetRunOwner(ctx, r.run.ID, os.Getpid(), host); err != nil {
+func (r *Resumed) claim(ctx context.Context, store *state.Store, host string) error {
+	if err := store.SetRunOwner(ctx, r.Run.ID, os.Getpid(), host); err != nil {
 		return err
 	}
-	return store.UpdateRun(ctx, r.run.ID, state.RunUpdate{State: state.RunRunning, Message: "resumed"})
+	return store.UpdateRun(ctx, r.Run.ID, state.RunUpdate{State: state.RunRunning, Message: "resumed"})
 }
 
 // restore gives the steps and the instances what the earlier attempts
 // learned: the image digests pulls recorded, and the instances the run
 // created that may still exist (used again instead of created anew).
-func (r *resumed) restore(st *steps.Steps, insts *instances) {
+func (r *Resumed) restore(st *steps.Steps, insts *instances) {
 	for _, n := range r.nodes {
 		if n.State == state.NodeSucceeded && n.Facts[steps.RecordDigest] != "" {
 			st.RememberDigest(n.Instance, n.Facts[steps.RecordImage], n.Facts[steps.RecordDigest])

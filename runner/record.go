@@ -1,10 +1,9 @@
-package main
+package runner
 
 import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/state"
@@ -112,16 +111,4 @@ func (r *recorder) check(err error) {
 		r.errs++
 		r.mu.Unlock()
 	}
-}
-
-// elapsed formats a duration for tables: 4s, 3m12s, 1h02m.
-func elapsed(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }

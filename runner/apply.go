@@ -1,0 +1,222 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/secret"
+	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
+)
+
+// ApplyConfig is what an apply needs besides its context.
+type ApplyConfig struct {
+	Plan     *plan.Plan
+	PlanPath string // as the user gave it; recorded with the run
+	Secrets  *secret.Set
+	StateDir string
+	// Resume, when not nil, continues that run instead of starting one.
+	Resume         *Resumed
+	Parallel       int           // most nodes running at once (0: no limit beyond slots)
+	FinallyTimeout time.Duration // deadline of finalizers and instance teardown
+}
+
+// Apply is one apply of a plan: a new run, or a resumed one. Start prepares
+// it (nothing is created yet), Run runs it, Finish records how it ended,
+// and Close lets go of the platform and the state.
+type Apply struct {
+	ID    string
+	Graph *engine.Graph
+	// Done are the nodes an earlier attempt of a resumed run finished, with
+	// the instance each ran on; empty for a new run.
+	Done map[string]string
+
+	cfg      ApplyConfig
+	pf       platform.Platform
+	store    *state.Store
+	steps    *steps.Steps
+	insts    *instances
+	progress *progressRelay
+	rec      *recorder
+	closers  []func()
+}
+
+// Start prepares an apply: it builds the plan's platform (a platform CLI
+// that is missing or too old refuses it here), announces the instances it
+// may create, opens the state and records the run (or claims the resumed
+// one). Errors that are the request's are *RefusedError.
+func Start(ctx context.Context, cfg ApplyConfig) (a *Apply, err error) {
+	p := cfg.Plan
+	if r := cfg.Resume; r != nil && p.Hash != r.Run.PlanHash {
+		return nil, refused(fmt.Errorf("%s has changed since run %s started (its sha256 was %.12s, now %.12s): resume needs the same plan", cfg.PlanPath, r.Run.ID, r.Run.PlanHash, p.Hash))
+	}
+	a = &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}}
+	if cfg.Resume != nil {
+		a.ID = cfg.Resume.Run.ID
+	}
+	started := a
+	defer func() {
+		if err != nil {
+			started.Close() // a is nil by then
+		}
+	}()
+	if a.pf, err = NewPlatform(p, a.ID, cfg.StateDir, a.progress.send); err != nil {
+		return nil, refused(fmt.Errorf("%s: %w", p.File, err))
+	}
+	if c, ok := a.pf.(platform.Closer); ok {
+		// Masters and connections go when the run ends, not before: an
+		// instance released early does not close the others'.
+		a.closers = append(a.closers, func() { _ = c.Close() })
+	}
+	if n, ok := a.pf.(platform.Namer); ok {
+		var names []string
+		for _, in := range p.Instances {
+			if in.Create {
+				names = append(names, n.InstanceRef(a.ID, platform.Spec{Name: in.Name, Type: in.CreateType}))
+			}
+		}
+		if len(names) > 0 {
+			a.closers = append(a.closers, Announce(a.ID, names))
+		}
+	}
+	if c, ok := a.pf.(platform.Checker); ok {
+		// A missing or too old brev CLI is found before anything starts.
+		if _, err := c.Check(ctx); err != nil {
+			return nil, refused(fmt.Errorf("%s: %w", p.File, err))
+		}
+	}
+	red := cfg.Secrets.Redactor()
+	if a.store, err = state.Open(cfg.StateDir, state.WithRedactor(red.Redact)); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { _ = a.store.Close() })
+	if a.Graph, err = engine.Expand(p, engine.Options{RunID: a.ID}); err != nil {
+		return nil, refused(err)
+	}
+	host, _ := os.Hostname()
+	ctx = context.WithoutCancel(ctx)
+	if cfg.Resume == nil {
+		vars := map[string]string{}
+		for _, v := range p.Vars {
+			vars[v.Name] = v.Value
+		}
+		err = a.store.CreateRun(ctx, state.Run{ID: a.ID, Name: p.Name, PlanFile: cfg.PlanPath, PlanHash: p.Hash, Vars: vars,
+			State: state.RunRunning, PID: os.Getpid(), Host: host, StartedAt: time.Now()})
+	} else {
+		err = cfg.Resume.claim(ctx, a.store, host)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cwd, _ := os.Getwd()
+	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd})
+	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
+	if cfg.Resume != nil {
+		a.Done = cfg.Resume.done()
+		cfg.Resume.restore(a.steps, a.insts)
+	}
+	return a, nil
+}
+
+// Run runs the graph until every node and finalizer has ended or ctx is
+// canceled (then it cancels the running nodes and tears down). view hears
+// every event after the state has recorded it.
+func (a *Apply) Run(ctx context.Context, view engine.Observer) (engine.Summary, error) {
+	rec, err := newRecorder(context.WithoutCancel(ctx), a.ID, a.Graph, a.store, view, a.Done)
+	if err != nil {
+		return engine.Summary{}, err
+	}
+	a.rec = rec
+	a.progress.set(rec.Event)
+	sum := engine.Run(ctx, a.Graph, engine.Config{
+		RunID: a.ID, Parallel: a.cfg.Parallel, Executor: &executor{run: a.ID, g: a.Graph, insts: a.insts, steps: a.steps, store: a.store},
+		Instances: a.insts, Observer: rec, FinallyTimeout: a.cfg.FinallyTimeout, Done: a.Done,
+	})
+	return sum, nil
+}
+
+// Verdict sums up how a run ended: the run state to record and a line
+// with the node counts.
+func Verdict(s engine.Summary) (runState, message string) {
+	counts := fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d canceled, %d timed out",
+		s.Count(engine.Succeeded), s.Count(engine.Failed), s.Count(engine.Skipped), s.Count(engine.Canceled), s.Count(engine.TimedOut))
+	switch {
+	case len(s.Left) > 0:
+		return state.RunTeardownIncomplete, "teardown incomplete (" + counts + ")"
+	case s.Interrupted:
+		return state.RunInterrupted, "interrupted; teardown completed (" + counts + ")"
+	case s.Failed():
+		return state.RunFailed, "failed; teardown completed (" + counts + ")"
+	}
+	return state.RunSucceeded, "succeeded (" + counts + ")"
+}
+
+// Finish records the end of the run: its state, the exit code apply ends
+// with and the verdict (also sent to the view as the RunEnded event).
+func (a *Apply) Finish(runState string, exitCode int, verdict string) error {
+	if a.rec != nil {
+		a.rec.Event(engine.Event{Time: time.Now(), Type: engine.RunEnded, Message: verdict})
+	}
+	return a.store.UpdateRun(context.Background(), a.ID, state.RunUpdate{State: runState, EndedAt: time.Now(), ExitCode: exitCode, Message: verdict})
+}
+
+// Abandon records that teardown was abandoned (a third interrupt): what it
+// had not removed may still exist. It gives up after two seconds rather
+// than wait on a busy state.
+func (a *Apply) Abandon(exitCode int) {
+	recorded := make(chan struct{})
+	go func() {
+		_ = a.store.UpdateRun(context.Background(), a.ID, state.RunUpdate{State: state.RunTeardownIncomplete, EndedAt: time.Now(), ExitCode: exitCode, Message: "teardown abandoned by a third interrupt"})
+		close(recorded)
+	}()
+	select {
+	case <-recorded:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+// Alive returns the run's resources that may still exist, as "kind name".
+func (a *Apply) Alive(ctx context.Context) ([]string, error) {
+	alive, err := a.store.Alive(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(alive))
+	for _, r := range alive {
+		names = append(names, r.Kind+" "+r.Name)
+	}
+	return names, nil
+}
+
+// Kept returns the instances left running because the plan said keep:
+// true, as "name (platform name)".
+func (a *Apply) Kept() []string {
+	a.insts.mu.Lock()
+	defer a.insts.mu.Unlock()
+	return append([]string(nil), a.insts.kept...)
+}
+
+// StateErrors is how many writes to the state failed during Run; the run
+// goes on through them, so 'taoflow status' may miss what they held.
+func (a *Apply) StateErrors() int {
+	if a.rec == nil {
+		return 0
+	}
+	a.rec.mu.Lock()
+	defer a.rec.mu.Unlock()
+	return a.rec.errs
+}
+
+// Close closes the state and the platform's connections and withdraws the
+// run's announcement, last opened first.
+func (a *Apply) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}

@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
+)
+
+// Destroyer tears down what runs recorded and may have left: the run's jobs
+// on each instance it used are stopped, the instances it created deleted.
+// Instances it only used (existing:, ssh hosts) are never deleted.
+type Destroyer struct {
+	Store    *state.Store
+	StateDir string
+	// Log hears a line per resource: removed, or not and why.
+	Log io.Writer
+	// CanceledExitCode is recorded as the exit code of a run that was
+	// running (its apply died) or whose teardown was incomplete, once
+	// nothing of it is left.
+	CanceledExitCode int
+}
+
+// Destroy tears down alive, the resources of run r that may still exist,
+// and returns how many remain.
+func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resource) int {
+	byInstance := map[string][]state.Resource{}
+	var order []string
+	for _, res := range alive {
+		if _, ok := byInstance[res.Instance]; !ok {
+			order = append(order, res.Instance)
+		}
+		byInstance[res.Instance] = append(byInstance[res.Instance], res)
+	}
+	failed := 0
+	for _, name := range order {
+		resources := byInstance[name]
+		pf, inst, err := d.platformFor(resources)
+		if err != nil {
+			fmt.Fprintf(d.Log, "%s: %s: %v\n", r.ID, name, err)
+			failed += len(resources)
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		st := steps.New(steps.Config{Platform: pf, RunID: r.ID})
+		if inst.Ref != "" {
+			if err := st.Cleanup(cctx, inst); err != nil {
+				fmt.Fprintf(d.Log, "%s: stopping jobs on %s: %v\n", r.ID, name, err)
+			}
+		}
+		for _, res := range resources {
+			var err error
+			if res.Kind == state.KindInstance {
+				if del, ok := pf.(platform.Deleter); ok {
+					err = del.Delete(cctx, inst)
+				}
+			}
+			if err != nil {
+				failed++
+				_ = d.Store.MarkFailed(ctx, res.ID, err.Error())
+				fmt.Fprintf(d.Log, "%s: %s %s: NOT removed: %v\n", r.ID, res.Kind, res.Name, err)
+				continue
+			}
+			_ = d.Store.MarkDeleted(ctx, res.ID)
+			fmt.Fprintf(d.Log, "%s: %s %s: removed\n", r.ID, res.Kind, res.Name)
+		}
+		cancel()
+		if c, ok := pf.(platform.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	if failed == 0 && (r.State == state.RunRunning || r.State == state.RunTeardownIncomplete) {
+		_ = d.Store.UpdateRun(ctx, r.ID, state.RunUpdate{State: state.RunCanceled, EndedAt: time.Now(), ExitCode: d.CanceledExitCode, Message: "torn down by taoflow destroy"})
+	}
+	return failed
+}
+
+// platformFor rebuilds the platform and instance a run's resources live on
+// from the settings recorded with them.
+func (d Destroyer) platformFor(resources []state.Resource) (platform.Platform, platform.Instance, error) {
+	inst := platform.Instance{Created: true}
+	kind := ""
+	data := map[string]string{}
+	for _, res := range resources {
+		for k, v := range res.Data {
+			if strings.HasPrefix(k, "pf.") {
+				data[k] = v
+			}
+		}
+		inst.Name = res.Instance
+		if ref := res.Data["ref"]; ref != "" {
+			inst.Ref = ref
+		}
+		if ref := res.Data["instance_ref"]; ref != "" && inst.Ref == "" {
+			inst.Ref = ref
+		}
+		if res.Platform != "" {
+			kind = res.Platform
+		}
+	}
+	pf, err := BuildPlatform(kind, data, "destroy", d.StateDir, PlatformOptions{})
+	if err != nil {
+		return nil, inst, fmt.Errorf("resources on the %q platform: %w", kind, err)
+	}
+	return pf, inst, nil
+}
