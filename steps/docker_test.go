@@ -100,6 +100,29 @@ func TestContainerEndToEnd(t *testing.T) {
 	if p := prog.get(); len(p) == 0 || !strings.HasPrefix(p[len(p)-1], "epoch 3/3 loss 0.25") {
 		t.Errorf("progress = %q, want it to end on epoch 3/3", p)
 	}
+	// docker inspect shows the key only in the environment of the job that
+	// asked for it (env: [NGC_KEY]): not in its command, labels or other
+	// settings, and not in the image.
+	raw, err := testrig.Docker(t, "inspect", "--type", "container", job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inspected []struct{ Config struct{ Env []string } }
+	if err := json.Unmarshal([]byte(raw), &inspected); err != nil || len(inspected) != 1 {
+		t.Fatalf("docker inspect %s: %v\n%s", job, err, raw)
+	}
+	inEnv := 0
+	for _, kv := range inspected[0].Config.Env {
+		if kv == "NGC_KEY="+reg.Password {
+			inEnv++
+		}
+	}
+	if all := strings.Count(raw, reg.Password); inEnv != 1 || all != 1 {
+		t.Errorf("docker inspect of the job shows the key %d times, %d of them as NGC_KEY in its environment; want once, there", all, inEnv)
+	}
+	if raw, err := testrig.Docker(t, "image", "inspect", ref); err != nil || strings.Contains(raw, reg.Password) {
+		t.Errorf("docker image inspect %s (err %v) holds the key", ref, err)
+	}
 
 	log, err = e.do(context.Background(), plan.KindUploadS3, with("from", "~/results", "to", "s3://"+bucket+"/"+e.run+"/a",
 		"endpoint_url", s3.Endpoint, "region", s3.Region))
