@@ -12,9 +12,11 @@ import (
 	"github.com/taoflow/taoflow/steps"
 )
 
-// This file wires the engine to the steps, the platform and the state: the
-// engine declares what it needs (Executor, Instances) and these adapters
-// provide it. No decisions are made here beyond recording intent first.
+// This file gives the engine what it declares it needs (Executor,
+// Instances) from the steps, the platform and the state: instances are
+// recorded before they are created, and released by the run's policy —
+// deleted, stopped when a results upload on them failed, left with keep:
+// true, never touched when the plan only uses them.
 
 // instances provides the run's instances: it records each one in the state
 // before creating it, and releases it (stopping the run's jobs first).
