@@ -30,7 +30,16 @@ type ReapConfig struct {
 	// BrevBinary is the brev CLI; "" for brev on PATH, and no brev
 	// instances are looked at when there is none.
 	BrevBinary string
+	// Only limits where Reap looks: ReapBrev or ReapContainers; "" for
+	// both.
+	Only string
 }
+
+// Values of ReapConfig.Only.
+const (
+	ReapBrev       = "brev"
+	ReapContainers = "containers"
+)
 
 // Orphan is one leftover Reap found.
 type Orphan struct {
@@ -75,7 +84,7 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 	r := &Reaper{}
 
 	// Brev instances named by taoflow.
-	if bin := cfg.BrevBinary; bin != "" || haveProgram("brev") {
+	if bin := cfg.BrevBinary; cfg.Only != ReapContainers && (bin != "" || haveProgram("brev")) {
 		if r.bv, err = brev.New(brev.Config{Binary: bin, Run: "reap"}); err != nil {
 			return nil, refused(err)
 		}
@@ -102,6 +111,12 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 
 	// Containers on this machine's Docker engine, and on the instances of
 	// the plans given (ssh hosts, existing brev instances).
+	if cfg.Only == ReapBrev {
+		if r.bv == nil {
+			r.Problems = append(r.Problems, errors.New("no brev CLI on PATH to list brev instances with (give it with --brev-binary)"))
+		}
+		return r, nil
+	}
 	hosts, closeHosts, err := dockerHosts(ctx, cfg.Plans, cfg.StateDir)
 	if err != nil {
 		r.Close()

@@ -62,6 +62,7 @@ func TestDockerScripts(t *testing.T) {
 			"waitfile": cmdWaitFile,
 			"noargv":   cmdNoArgv,
 			"waitlog":  cmdWaitLog,
+			"sleep":    cmdSleep,
 			"s3ls": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 1 || neg {
 					ts.Fatalf("usage: s3ls prefix")

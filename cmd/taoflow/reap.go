@@ -15,6 +15,7 @@ type reapFlags struct {
 	json   bool
 	binary string
 	plans  []string
+	only   string
 }
 
 func newReapCmd(sio stdio, g *globals) *cobra.Command {
@@ -39,12 +40,14 @@ machine (their taoflow.owner label), whatever their state directory:
 recorded, so reap leaves them too. A container whose run is driven from
 another machine is left to that machine.
 
+--only brev or --only containers limits reap to one of the two.
+
 Brev instances are shared by an organisation: a tf-* instance of a colleague's
 run on another machine looks the same as a leftover. Read the list before
 --yes.`,
 		Example: `  taoflow reap
   taoflow reap --plan ssh-box.yaml
-  taoflow reap --yes`,
+  taoflow reap --only brev --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return reap(cmd.Context(), sio, g, f)
@@ -54,11 +57,18 @@ run on another machine looks the same as a leftover. Read the list before
 	cmd.Flags().BoolVar(&f.json, "json", false, "print what was found (and done) as JSON")
 	cmd.Flags().StringVar(&f.binary, "brev-binary", "", "the brev CLI (default: brev on PATH; skipped when there is none)")
 	cmd.Flags().StringArrayVar(&f.plans, "plan", nil, "also look at the containers on the ssh hosts and existing brev instances of `PLAN` (repeatable)")
+	cmd.Flags().StringVar(&f.only, "only", "", "look only at `WHAT`: brev (instances) or containers")
+	_ = cmd.RegisterFlagCompletionFunc("only", cobra.FixedCompletions([]string{runner.ReapBrev, runner.ReapContainers}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
-	r, err := runner.Reap(ctx, runner.ReapConfig{StateDir: g.stateDir, Plans: f.plans, BrevBinary: f.binary})
+	switch f.only {
+	case "", runner.ReapBrev, runner.ReapContainers:
+	default:
+		return usageError(fmt.Errorf("--only %q: use %s or %s", f.only, runner.ReapBrev, runner.ReapContainers))
+	}
+	r, err := runner.Reap(ctx, runner.ReapConfig{StateDir: g.stateDir, Plans: f.plans, BrevBinary: f.binary, Only: f.only})
 	if err != nil {
 		return err
 	}
