@@ -17,7 +17,6 @@ import (
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
-	"github.com/taoflow/taoflow/state"
 )
 
 type applyFlags struct {
@@ -181,14 +180,6 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return nil
 	}
 	return silent(code)
-}
-
-// exitCodes maps the state a run ended in to apply's exit code.
-var exitCodes = map[string]int{
-	state.RunSucceeded:          exitOK,
-	state.RunFailed:             exitFailed,
-	state.RunTeardownIncomplete: exitTeardown,
-	state.RunInterrupted:        exitInterrupted,
 }
 
 func printOutcome(w io.Writer, runID string, g *engine.Graph, s engine.Summary, verdict string) {

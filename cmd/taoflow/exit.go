@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/state"
 )
 
 // The exit codes of taoflow (DESIGN.md §2). This table is the only place
@@ -17,6 +18,15 @@ const (
 	exitTeardown    = 3   // teardown incomplete: something may still exist (and bill)
 	exitInterrupted = 130 // interrupted; teardown completed
 )
+
+// exitCodes maps the state a run ended in (runner.Verdict) to apply's
+// exit code.
+var exitCodes = map[string]int{
+	state.RunSucceeded:          exitOK,
+	state.RunFailed:             exitFailed,
+	state.RunTeardownIncomplete: exitTeardown,
+	state.RunInterrupted:        exitInterrupted,
+}
 
 // exitError carries an exit code up to main. A nil err means the message
 // was already printed.
