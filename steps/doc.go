@@ -17,7 +17,8 @@
 // container named after the job, labelled tao-job=<job> and
 // taoflow.run=<run>: docker run -d (adopting a container that exists, by
 // name or label), one docker inspect per instance per poll for all its
-// containers, docker logs from a byte offset, docker stop then docker rm -f
+// containers, the log from a byte offset of a copy a follower (docker logs
+// -f, one per job) keeps in the job directory, docker stop then docker rm -f
 // on cancel (after the last log lines are read), and removal by the run's
 // label in Cleanup. A cancel by taoflow leaves ~/.taoflow/jobs/<job>/canceled
 // with either runtime, so exit codes 137/143 read as canceled.

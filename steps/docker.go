@@ -244,7 +244,7 @@ func (d *docker) submitScript(spec jobSpec) string {
 	fmt.Fprintf(&b, `if id=$(docker inspect --type container --format '{{.Id}}' "$j" 2>/dev/null); then echo "adopted $id"; exit 0; fi
 id=$(docker ps -a -q --no-trunc --filter label=%s="$j") || { echo 'cannot list the containers (is the docker daemon running?)' >&2; exit %d; }
 if [ -n "$id" ]; then echo "adopted $(echo "$id" | head -n 1)"; exit 0; fi
-rm -f %s/canceled
+rm -f %[3]s/canceled %[3]s/docker.*
 `, labelJob, exitNoDaemon, markerDir(spec.ID))
 	for _, v := range spec.Volumes {
 		if host, _ := volumeArg(v); host != "" {
@@ -341,30 +341,83 @@ const inspectFormat = `@inspect {{.Name}} {{.State.Status}} {{.State.ExitCode}} 
 // "@status MTIME LINE" (the last line of status.json, MTIME its age mark).
 // An inspect that fails for another reason than a missing container (the
 // daemon is down) fails the poll instead of reading as "gone".
+//
+// The log is not read whole at every poll (seconds per poll for a log of
+// tens of MB, and again for every chunk): the first poll of a running
+// container starts a follower, docker logs -f copying the log into the
+// job's directory on the instance, detached (setsid) and alone (it holds a
+// flock while it runs: lock busy, exit 75, means followed), and later polls
+// read the copy from their offset. The follower writes its exit status
+// when the container has stopped and it has copied everything; a poll that
+// sees the container stopped waits for that (a few seconds at most) and
+// then reads the copy to its end. The copy is also whole where docker
+// rotates its log files (json-file max-size), which drops the head of what
+// docker logs gives. Without a follower's finished copy — no setsid or
+// flock (util-linux), flock failing for another reason than a busy lock,
+// the follower gone — the stopped container's log is read whole once and
+// kept, and a running one's at every poll.
 func (d *docker) statusScript(probes []probe) string {
 	var b strings.Builder
 	b.WriteString(dockerCheck)
 	b.WriteString(`t=$(mktemp "${TMPDIR:-/tmp}/taoflow-poll.XXXXXX") || exit 1
-trap 'rm -f "$t" "$t.e"' EXIT
+trap 'rm -f "$t" "$t.e" "$t.i"' EXIT
 echo "@now $(date +%s)"
 `)
 	fmt.Fprintf(&b, "docker inspect --type container --format %s", plan.ShellQuote(inspectFormat))
 	for _, p := range probes {
 		b.WriteString(" " + plan.ShellQuote(p.ID))
 	}
-	fmt.Fprintf(&b, ` 2> "$t.e"
+	fmt.Fprintf(&b, ` > "$t.i" 2> "$t.e"
+cat "$t.i"
 if grep -v -e '^[[:space:]]*$' -e 'No such' "$t.e" >&2; then exit 3; fi
+follow=0
+command -v setsid >/dev/null 2>&1 && command -v flock >/dev/null 2>&1 && follow=1
+tf_log() {
+	d="$HOME"/%[1]s/"$1"
+	f="$d/%[4]s"
+	case $(awk -v n="/$1" '$1 == "@inspect" && $2 == n { print $3; exit }' "$t.i") in
+	running|paused|restarting)
+		if [ "$follow" = 1 ] && mkdir -p "$d" 2>/dev/null; then
+			flock -n -E 75 "$f.lock" true 2>/dev/null
+			case $? in
+			75) return 0;;
+			0) setsid flock -n "$f.lock" sh -c 'rm -f "$2.end"; docker logs -f "$1" > "$2" 2>&1; echo $? > "$2.end"' taoflow-log "$1" "$f" < /dev/null > /dev/null 2>&1 &;;
+			esac
+		fi;;
+	'') f="$t"; : > "$t"; return 0;;
+	*)
+		if [ "$follow" = 1 ] && [ -f "$f" ]; then
+			i=0
+			while [ "$i" -lt 5 ] && [ ! -f "$f.end" ]; do
+				flock -n -E 75 "$f.lock" true 2>/dev/null
+				[ $? -eq 75 ] || break
+				sleep 1
+				i=$((i + 1))
+			done
+			[ "$(cat "$f.end" 2>/dev/null)" = 0 ] && return 0
+		fi
+		f="$d/%[5]s"
+		[ -f "$f.whole" ] && return 0
+		if mkdir -p "$d" 2>/dev/null && docker logs "$1" > "$f.tmp" 2>&1 && mv -f "$f.tmp" "$f"; then
+			: > "$f.whole"
+			return 0
+		fi
+		rm -f "$f.tmp";;
+	esac
+	f="$t"
+	docker logs "$1" > "$t" 2>&1 || : > "$t"
+}
 tf_poll() {
 	c=0
-	[ -f "$HOME"/%s/"$2"/canceled ] && c=1
-	docker logs "$2" > "$t" 2>&1 || : > "$t"
-	size=$(wc -c < "$t" | tr -dc 0-9)
+	[ -f "$HOME"/%[1]s/"$2"/canceled ] && c=1
+	tf_log "$2"
+	size=$(wc -c < "$f" 2>/dev/null | tr -dc 0-9)
 	size=${size:-0}
 	n=$((size - $3))
 	[ "$n" -lt 0 ] && n=0
-	[ "$n" -gt %d ] && n=%d
+	[ "$n" -gt %[2]d ] && n=%[3]d
 	printf '@job %%s %%s %%s %%s\n' "$1" "$c" "$size" "$n"
-	[ "$n" -gt 0 ] && tail -c +$(($3 + 1)) "$t" | head -c "$n"
+	[ "$n" -gt 0 ] && tail -c +$(($3 + 1)) "$f" | head -c "$n"
 	st= mt=0
 	if [ -n "$4" ] && [ -f "$4/status.json" ]; then
 		mt=$(date -r "$4/status.json" +%%s 2>/dev/null || echo 0)
@@ -372,7 +425,7 @@ tf_poll() {
 	fi
 	printf '@status %%s %%s\n' "$mt" "$st"
 }
-`, plan.ShellQuote(jobsDir), logChunk, logChunk)
+`, plan.ShellQuote(jobsDir), logChunk, logChunk, followFile, wholeFile)
 	for i, p := range probes {
 		results := "''"
 		if p.Results != "" {
@@ -382,6 +435,18 @@ tf_poll() {
 	}
 	return b.String()
 }
+
+// Files in a container job's directory on the instance (statusScript):
+// the follower's copy of the running container's log, and the whole log of
+// a stopped one. Both go when the container does.
+const (
+	followFile = "docker.follow"
+	wholeFile  = "docker.log"
+)
+
+// dropLogs is a shell line that removes the log files of the container
+// named by the shell variable n.
+var dropLogs = fmt.Sprintf(`rm -f "$HOME"/%s/"$n"/docker.*`, plan.ShellQuote(jobsDir))
 
 // inspected is one container's state from docker inspect.
 type inspected struct {
@@ -648,6 +713,11 @@ func removeScript(ids []string) string {
 grep -v -e '^[[:space:]]*$' -e 'No such' "${TMPDIR:-/tmp}/taoflow-rm.$$" >&2 && rc=1 || rc=0
 rm -f "${TMPDIR:-/tmp}/taoflow-rm.$$"
 `)
+	b.WriteString("for n in")
+	for _, id := range ids {
+		b.WriteString(" " + plan.ShellQuote(id))
+	}
+	b.WriteString("; do " + dropLogs + "; done\n")
 	fmt.Fprintf(&b, "[ \"$rc\" -eq 0 ] && echo %s\nexit \"$rc\"\n", plan.ShellQuote("removed container(s) "+strings.Join(ids, " ")))
 	return b.String()
 }
@@ -682,8 +752,9 @@ if [ -n "$live" ]; then
 fi
 [ -z "$names" ] && exit 0
 docker rm -f -v $names > /dev/null || exit 1
+for n in $names; do %[6]s; done
 echo "removed container(s)$names"
-`, plan.ShellQuote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, plan.ShellQuote(jobsDir), d.stopSeconds(), plan.ShellQuote(labelInstance+"="+instance))
+`, plan.ShellQuote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, plan.ShellQuote(jobsDir), d.stopSeconds(), plan.ShellQuote(labelInstance+"="+instance), dropLogs)
 }
 
 func (d *docker) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {

@@ -8,16 +8,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
@@ -433,20 +434,15 @@ func TestContainerAdopt(t *testing.T) {
 // docker wrapper in PATH), and every log arrives once.
 func TestContainerPollBatches(t *testing.T) {
 	image := testrig.BuildTrainerImage(t, "")
-	real, err := exec.LookPath("docker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	calls := filepath.Join(bin, "calls")
-	shim := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$1\" >> %s\nexec %s \"$@\"\n", calls, real)
-	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(shim), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	calls := dockerShim(t, nil)
 	inspects := func() int {
-		b, _ := os.ReadFile(calls)
-		return strings.Count(string(b), "inspect\n")
+		n := 0
+		for _, c := range calls() {
+			if strings.HasPrefix(c, "inspect ") {
+				n++
+			}
+		}
+		return n
 	}
 
 	var mu sync.Mutex
@@ -502,6 +498,93 @@ func TestContainerPollBatches(t *testing.T) {
 	for _, j := range jobs {
 		if c := strings.Count(log.String(), "["+j.ID+"] Epoch 3/3"); c != 1 {
 			t.Errorf("%s's last epoch is in the log %d times", j.ID, c)
+		}
+	}
+}
+
+// TestContainerLogFollower: a wait does not read a running container's
+// log whole at each poll: a follower (docker logs -f) copies it on the
+// instance, and the polls read the copy, to its end once the container has
+// stopped. The node log gets every line once, in order; the copy and the
+// follower go with the container.
+func TestContainerLogFollower(t *testing.T) {
+	image := testrig.BuildTrainerImage(t, "")
+	calls := dockerShim(t, nil)
+	e := newDockerEnv(t, nil)
+	id := e.job("train")
+	e.runContainer(t, id, "image", image, "command", "-epochs 6 -sleep 300ms")
+	log, _, err := e.waitJobs(context.Background(), e.steps, with("interval", "100ms"), Job{ID: id, Image: image})
+	if err != nil {
+		t.Fatalf("wait: %v\n%s", err, log)
+	}
+	polls := 0
+	for _, c := range calls() {
+		if strings.HasPrefix(c, "inspect --type container --format @inspect") {
+			polls++
+		}
+	}
+	whole, follow := logReads(calls(), id)
+	if polls < 8 || follow != 1 || whole > 1 {
+		t.Errorf("%d polls read the log whole %d times and followed it %d times; want one whole read (the first poll) and one follower", polls, whole, follow)
+	}
+	last := -1
+	for k := 1; k <= 6; k++ {
+		line := fmt.Sprintf("Epoch %d/6", k)
+		if c := strings.Count(log.String(), line); c != 1 {
+			t.Errorf("%q is in the node log %d times", line, c)
+		}
+		if i := strings.Index(log.String(), line); i < last {
+			t.Errorf("%q came before the epoch above it", line)
+		} else {
+			last = i
+		}
+	}
+	dir := filepath.Join(e.inst.Ref, jobsDir, id)
+	copied, err := os.ReadFile(filepath.Join(dir, followFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := testrig.Docker(t, "logs", id)
+	if err != nil || strings.TrimSpace(string(copied)) != want {
+		t.Errorf("the follower's copy is not docker logs' (%v):\n%s\n---\n%s", err, copied, want)
+	}
+	if end, _ := os.ReadFile(filepath.Join(dir, followFile+".end")); string(end) != "0\n" {
+		t.Errorf("the follower ended with %q, want 0", end)
+	}
+
+	if err := e.steps.Cleanup(context.Background(), e.inst); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "docker.*")); len(left) > 0 {
+		t.Errorf("log copies left after cleanup: %q", left)
+	}
+	waitFor(t, "the follower to end", func() bool {
+		stop := sampleCmdlines("logs\x00-f\x00" + id)
+		time.Sleep(5 * time.Millisecond)
+		return len(stop()) == 0
+	})
+}
+
+// TestContainerLogWithoutFollower: where flock fails (a HOME on a file
+// system without locks), every poll reads the log whole, and the node log
+// is the same.
+func TestContainerLogWithoutFollower(t *testing.T) {
+	image := testrig.BuildTrainerImage(t, "")
+	calls := dockerShim(t, map[string]string{"flock": "echo 'flock: cannot lock' >&2; exit 1"})
+	e := newDockerEnv(t, nil)
+	id := e.job("train")
+	e.runContainer(t, id, "image", image, "command", "-epochs 4 -sleep 300ms")
+	log, _, err := e.waitJobs(context.Background(), e.steps, with("interval", "100ms"), Job{ID: id, Image: image})
+	if err != nil {
+		t.Fatalf("wait: %v\n%s", err, log)
+	}
+	whole, follow := logReads(calls(), id)
+	if follow != 0 || whole < 5 {
+		t.Errorf("read whole %d times, followed %d times; want a whole read at every poll and no follower", whole, follow)
+	}
+	for k := 1; k <= 4; k++ {
+		if line := fmt.Sprintf("Epoch %d/4", k); strings.Count(log.String(), line) != 1 {
+			t.Errorf("%q is in the node log %d times, want once:\n%s", line, strings.Count(log.String(), line), log)
 		}
 	}
 }

@@ -35,7 +35,7 @@ type dockerEnv struct {
 
 // newDockerEnv creates sandbox "a" of a fresh run; plat, when set, wraps
 // the local platform (a counting or hooking decorator).
-func newDockerEnv(t *testing.T, plat func(platform.Platform) platform.Platform, mod ...func(*Config)) *dockerEnv {
+func newDockerEnv(t testing.TB, plat func(platform.Platform) platform.Platform, mod ...func(*Config)) *dockerEnv {
 	t.Helper()
 	run := testrig.UniqueName(t)
 	testrig.NoLeftovers(t, labelRun+"="+run)
@@ -84,7 +84,7 @@ func (e *dockerEnv) do(ctx context.Context, uses string, w *plan.Value, mod ...f
 }
 
 // runContainer launches image with the given with: pairs as job id.
-func (e *dockerEnv) runContainer(t *testing.T, id string, pairs ...any) *logBuf {
+func (e *dockerEnv) runContainer(t testing.TB, id string, pairs ...any) *logBuf {
 	t.Helper()
 	log, err := e.do(context.Background(), plan.KindRun, with(pairs...), func(r *Request) { r.JobID = id })
 	if err != nil {
@@ -320,4 +320,45 @@ func sampleCmdlines(values ...string) (stop func() []string) {
 		<-done
 		return hits
 	}
+}
+
+// dockerShim puts a docker wrapper first in PATH that logs the arguments
+// of every call, a line each, and runs the real docker; shadow adds more
+// programs to the same directory (name → shell script body). It returns
+// the calls logged so far.
+func dockerShim(t testing.TB, shadow map[string]string) (calls func() []string) {
+	t.Helper()
+	real, err := exec.LookPath("docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	logFile := filepath.Join(bin, "calls")
+	progs := map[string]string{"docker": fmt.Sprintf("printf '%%s\\n' \"$*\" >> %s\nexec %s \"$@\"", logFile, real)}
+	for name, body := range shadow {
+		progs[name] = body
+	}
+	for name, body := range progs {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return func() []string {
+		b, _ := os.ReadFile(logFile)
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+}
+
+// logReads counts a job's docker logs calls: whole reads, and follows.
+func logReads(calls []string, id string) (whole, follow int) {
+	for _, c := range calls {
+		switch c {
+		case "logs " + id:
+			whole++
+		case "logs -f " + id:
+			follow++
+		}
+	}
+	return whole, follow
 }

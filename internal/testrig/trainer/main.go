@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -28,6 +29,7 @@ type config struct {
 	oomMB      int
 	printEnv   names
 	hang       bool
+	logMB      int
 }
 
 // names is a repeatable string flag.
@@ -64,6 +66,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		} else {
 			fmt.Fprintf(stdout, "%s is unset\n", name)
 		}
+	}
+
+	if cfg.logMB > 0 {
+		w := bufio.NewWriterSize(stdout, 64<<10)
+		for i, n := 0, 0; n < cfg.logMB<<20; i++ {
+			k, _ := fmt.Fprintf(w, "Epoch 0/0 Step %d: loss=0.5 lr=0.001 (a long training's log line)\n", i)
+			n += k
+		}
+		_ = w.Flush()
 	}
 
 	if cfg.oomMB > 0 {
@@ -172,6 +183,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.oomMB, "oom-mb", 0, "allocate and touch this many MiB first")
 	fs.Var(&cfg.printEnv, "print-env", "print the length of this environment variable (repeatable)")
 	fs.BoolVar(&cfg.hang, "hang", false, "wait for a signal after the epochs")
+	fs.IntVar(&cfg.logMB, "log-mb", 0, "print this many MiB of log lines first (a long training's log)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -192,8 +204,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if envErr != nil {
 		return cfg, envErr
 	}
-	if cfg.epochs < 0 || cfg.oomMB < 0 {
-		return cfg, fmt.Errorf("-epochs and -oom-mb must not be negative")
+	if cfg.epochs < 0 || cfg.oomMB < 0 || cfg.logMB < 0 {
+		return cfg, fmt.Errorf("-epochs, -oom-mb and -log-mb must not be negative")
 	}
 	return cfg, nil
 }
