@@ -355,7 +355,8 @@ const inspectFormat = `@inspect {{.Name}} {{.State.Status}} {{.State.ExitCode}} 
 // docker logs gives. Without a follower's finished copy — no setsid or
 // flock (util-linux), flock failing for another reason than a busy lock,
 // the follower gone — the stopped container's log is read whole once and
-// kept, and a running one's at every poll.
+// kept, and a running one's at every poll (and a created or removing
+// one's, not kept).
 func (d *docker) statusScript(probes []probe) string {
 	var b strings.Builder
 	b.WriteString(dockerCheck)
@@ -377,6 +378,7 @@ tf_log() {
 	f="$d/%[4]s"
 	case $(awk -v n="/$1" '$1 == "@inspect" && $2 == n { print $3; exit }' "$t.i") in
 	running|paused|restarting)
+		rm -f "$d/%[5]s.whole"
 		if [ "$follow" = 1 ] && mkdir -p "$d" 2>/dev/null; then
 			flock -n -E 75 "$f.lock" true 2>/dev/null
 			case $? in
@@ -385,7 +387,7 @@ tf_log() {
 			esac
 		fi;;
 	'') f="$t"; : > "$t"; return 0;;
-	*)
+	exited|dead)
 		if [ "$follow" = 1 ] && [ -f "$f" ]; then
 			i=0
 			while [ "$i" -lt 5 ] && [ ! -f "$f.end" ]; do

@@ -589,6 +589,38 @@ func TestContainerLogWithoutFollower(t *testing.T) {
 	}
 }
 
+// TestContainerLogCreatedThenStarted: without a follower, the log read of
+// a container that was created but not started yet is not kept as its
+// whole log: once it has run, the poll reads what it printed.
+func TestContainerLogCreatedThenStarted(t *testing.T) {
+	image := testrig.BuildTrainerImage(t, "")
+	dockerShim(t, map[string]string{"flock": "exit 1"})
+	e := newDockerEnv(t, nil)
+	id := e.job("train")
+	// Owned by this process, so a `taoflow reap` running meanwhile (the cmd
+	// tests) leaves it alone.
+	if _, err := testrig.Docker(t, "create", "--name", id, "--label", labelRun+"="+e.run, "--label", labelInstance+"="+e.inst.Name,
+		"--label", labelOwner+"="+e.steps.cfg.Owner, image, "-epochs", "2", "-sleep", "1ms", "-results", "/tmp/r"); err != nil {
+		t.Fatal(err)
+	}
+	rt := e.steps.runtimeFor(image)
+	obs, err := rt.status(context.Background(), e.inst, []probe{{ID: id}})
+	if err != nil || obs[0].State != stateRunning || len(obs[0].Log) != 0 {
+		t.Fatalf("created container: %v %+v", err, obs)
+	}
+	if _, err := testrig.Docker(t, "start", id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the container to exit", func() bool {
+		out, _ := testrig.Docker(t, "inspect", "--format", "{{.State.Status}}", id)
+		return out == "exited"
+	})
+	obs, err = rt.status(context.Background(), e.inst, []probe{{ID: id}})
+	if err != nil || obs[0].State != stateExited || !strings.Contains(string(obs[0].Log), "Epoch 2/2") {
+		t.Errorf("after it ran: %v, state %v, log %q", err, obs[0].State, obs[0].Log)
+	}
+}
+
 // countPlatform calls after each Exec with its script and what count
 // returned before it.
 type countPlatform struct {
