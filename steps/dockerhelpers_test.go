@@ -1,10 +1,10 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -168,7 +168,7 @@ func startOAuthRegistry(t *testing.T) *oauthRegistry {
 	if err := os.WriteFile(filepath.Join(dir, "htpasswd"), entry, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := testrig.FreePort(t)
 	cfg := fmt.Sprintf(`version: 0.1
 log: {level: error, accesslog: {disabled: true}}
 storage: {filesystem: {rootdirectory: %s}}
@@ -259,16 +259,6 @@ func (r *oauthRegistry) push(t *testing.T, image string) string {
 	return ref
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // hookPlatform calls before ahead of each Exec, with the script.
 type hookPlatform struct {
 	platform.Platform
@@ -300,17 +290,15 @@ func sampleCmdlines(values ...string) (stop func() []string) {
 				return
 			default:
 			}
-			files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-			for _, f := range files {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					continue
-				}
+			for _, p := range testrig.Processes(func(p testrig.Proc) bool {
 				for _, v := range values {
-					if strings.Contains(string(b), v) {
-						hits = append(hits, strings.ReplaceAll(string(b), "\x00", " "))
+					if bytes.Contains(p.Argv, []byte(v)) {
+						return true
 					}
 				}
+				return false
+			}) {
+				hits = append(hits, p.Cmdline())
 			}
 			time.Sleep(time.Millisecond)
 		}

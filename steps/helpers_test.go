@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/local"
@@ -90,22 +91,7 @@ func (e *env) jobPid(t *testing.T, id string) int {
 // this host's init does not reap orphans, so zombies stay.
 func groupAlive(t *testing.T, pgid int) bool {
 	t.Helper()
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndex(b, []byte(") "))
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(b[i+2:]))
-		if len(fields) >= 3 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
-			return true
-		}
-	}
-	return false
+	return len(testrig.GroupMembers(pgid)) > 0
 }
 
 // waitFor polls cond until it holds, failing the test after 10s.

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
@@ -342,11 +344,8 @@ func TestSecretsReachJobOnly(t *testing.T) {
 	runLog := e.runJob(t, e.steps, id, with("command", cmd, "env", []string{"MY_SECRET"}))
 	seen := filepath.Join(e.inst.Ref, "seen")
 	waitFor(t, "the job to write the secret", func() bool { _, err := os.Stat(seen); return err == nil })
-	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range cmdlines {
-		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), value) {
-			t.Errorf("%s holds the secret value: %q", f, b)
-		}
+	for _, p := range testrig.ProcessesWith(value) {
+		t.Errorf("process %d's command line holds the secret value: %q", p.PID, p.Cmdline())
 	}
 	waitLog, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id})
 	if se := stepError(t, err); se.Code != 7 {

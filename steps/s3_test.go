@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 )

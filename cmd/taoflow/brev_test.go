@@ -52,19 +52,14 @@ func brevEnv(t *testing.T, opts brevtest.Options) (*brevtest.Fake, string) {
 func brevEnvirons(binary, text string) (int, []string) {
 	seen := 0
 	var leaked []string
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil || !bytes.HasPrefix(b, []byte(binary+"\x00")) {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join(filepath.Dir(p), "environ"))
+	for _, p := range testrig.Processes(func(p testrig.Proc) bool { return bytes.HasPrefix(p.Argv, []byte(binary+"\x00")) }) {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID))
 		if err != nil {
 			continue
 		}
 		seen++
 		if bytes.Contains(env, []byte(text)) {
-			leaked = append(leaked, "environment of "+filepath.Dir(p)+" ("+string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))+")")
+			leaked = append(leaked, fmt.Sprintf("environment of process %d (%s)", p.PID, p.Cmdline()))
 		}
 	}
 	return seen, leaked

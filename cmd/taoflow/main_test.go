@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -185,23 +185,8 @@ func cmdNoArgv(ts *testscript.TestScript, neg bool, args []string) {
 
 func processesWith(text string) []string {
 	var out []string
-	self := strconv.Itoa(os.Getpid())
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range paths {
-		if strings.Split(p, "/")[2] == self {
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// Match the raw argv (a secret passed as one argument) and the
-		// argv joined with spaces (a command and its arguments).
-		joined := bytes.ReplaceAll(b, []byte{0}, []byte{' '})
-		if !bytes.Contains(b, []byte(text)) && !bytes.Contains(joined, []byte(text)) {
-			continue
-		}
-		out = append(out, strings.Split(p, "/")[2]+": "+string(joined))
+	for _, p := range testrig.ProcessesWith(text) {
+		out = append(out, fmt.Sprintf("%d: %s", p.PID, p.Cmdline()))
 	}
 	return out
 }

@@ -109,8 +109,9 @@ func UniqueName(t testing.TB) string {
 
 var nonName = regexp.MustCompile(`[^a-z0-9]+`)
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t testing.TB) int {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago:
+// a server's port to start, or one to find closed.
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -141,7 +142,7 @@ func startDaemon(t testing.TB, name, dir string, start func(port int) *exec.Cmd,
 	t.Helper()
 	var lastErr error
 	for attempt := 1; attempt <= 2; attempt++ {
-		port := freePort(t)
+		port := FreePort(t)
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		d := &daemon{name: name, cmd: start(port), log: filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, attempt)), done: make(chan struct{})}
 		f, err := os.Create(d.log)

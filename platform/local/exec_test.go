@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -219,38 +220,10 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 	t.Errorf("processes %v of group %d survived the cancel", left, pgid)
 }
 
-// groupMembers returns the live (not zombie) processes in process group pgid,
-// read from /proc.
+// groupMembers returns the live (not zombie) processes in process group pgid.
 func groupMembers(t *testing.T, pgid int) []int {
 	t.Helper()
-	if pgid == 0 {
-		return nil
-	}
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, path := range stats {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return testrig.GroupMembers(pgid)
 }
 
 func TestExecErrors(t *testing.T) {

@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 )
@@ -361,13 +360,9 @@ func TestKillBeforeStart(t *testing.T) {
 	}
 	// The kill command left a process to remove the file in a minute, in
 	// case the wrapper never came; it has come, so end that process here.
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range paths {
-		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(nonce)) {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			if _, sid, ok := procStat(pid); ok && sid > 1 {
-				_ = syscall.Kill(-sid, syscall.SIGKILL)
-			}
+	for _, p := range testrig.ProcessesWith(nonce) {
+		if _, sid, ok := procStat(p.PID); ok && sid > 1 {
+			_ = syscall.Kill(-sid, syscall.SIGKILL)
 		}
 	}
 }
@@ -538,42 +533,23 @@ func newFiles(before []string, pattern string) []string {
 // procStat returns pid's parent and session from /proc; ok is false when
 // pid is gone.
 func procStat(pid int) (ppid, sid int, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(b, ')')
-	if err != nil || i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(b[i+1:])) // state ppid pgrp session ...
-	if len(f) < 4 {
-		return 0, 0, false
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	sid, err2 := strconv.Atoi(f[3])
-	return ppid, sid, err1 == nil && err2 == nil
+	st, ok := testrig.ReadStat(pid)
+	return st.PPID, st.SID, ok
 }
 
-// procs returns the pids of live processes whose command line is cmdline.
+// procs returns the pids of live processes whose command line is cmdline
+// (a zombie's is empty).
 func procs(cmdline string) []int {
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	var pids []int
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil || string(bytes.ReplaceAll(bytes.TrimRight(b, "\x00"), []byte{0}, []byte(" "))) != cmdline {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); err != nil || i < 0 || bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		pids = append(pids, pid)
+	for _, p := range testrig.Processes(func(p testrig.Proc) bool { return p.Cmdline() == cmdline }) {
+		pids = append(pids, p.PID)
 	}
 	return pids
 }
 
 func TestExecConnectFailure(t *testing.T) {
 	srv := sshtest.Start(t)
-	port := closedPort(t)
+	port := testrig.FreePort(t) // nothing listens there
 	for name, noMux := range map[string]bool{"multiplexed": false, "fresh": true} {
 		t.Run(name, func(t *testing.T) {
 			s, _ := newSSH(t, srv, Config{NoMultiplex: noMux, ConnectTimeout: 5 * time.Second})
@@ -594,16 +570,6 @@ func TestExecConnectFailure(t *testing.T) {
 			}
 		})
 	}
-}
-
-func closedPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func TestExecRefuses(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/taoflow/taoflow/internal/testrig"
 )
 
 // SSHD is the OpenSSH server Start runs. sshd re-executes itself for every
@@ -338,44 +340,18 @@ func (s *Server) stop() {
 // included) whose command line contains text, read from /proc: a test's
 // check that nothing of a run outlived it.
 func SSHProcesses(text string) []int {
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	var pids []int
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(b, []byte(text)) {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join(filepath.Dir(p), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "ssh" {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-			pids = append(pids, pid)
-		}
+	for _, p := range testrig.Processes(func(p testrig.Proc) bool { return p.Has(text) && p.Comm() == "ssh" }) {
+		pids = append(pids, p.PID)
 	}
 	return pids
 }
 
 // descendants returns the processes below pid, read from /proc.
 func descendants(pid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	children := map[int][]int{}
-	for _, path := range stats {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		children[ppid] = append(children[ppid], child)
+	for _, st := range testrig.Stats() {
+		children[st.PPID] = append(children[st.PPID], st.PID)
 	}
 	var out []int
 	queue := []int{pid}

@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/taoflow/taoflow/internal/testrig"
 )
 
 // TestStart logs in through the alias and through host, port and user, and
@@ -82,15 +82,9 @@ func TestStop(t *testing.T) {
 
 // procs returns the pids of processes whose command line is cmdline.
 func procs(cmdline string) []int {
-	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	var pids []int
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil || strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") != cmdline {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		pids = append(pids, pid)
+	for _, p := range testrig.Processes(func(p testrig.Proc) bool { return p.Cmdline() == cmdline }) {
+		pids = append(pids, p.PID)
 	}
 	return pids
 }
