@@ -17,6 +17,7 @@ import (
 
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
+	"github.com/taoflow/taoflow/platform/platformtest"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 )
 
@@ -202,6 +203,24 @@ func TestCreateExecSSH(t *testing.T) {
 	if err := b.Delete(ctx, inst); err != nil {
 		t.Errorf("second Delete: %v", err)
 	}
+}
+
+// TestExecContract: over its ssh transport, a created instance keeps the
+// Exec contract every platform keeps.
+func TestExecContract(t *testing.T) {
+	srv := sshtest.Start(t)
+	f := brevtest.Start(t, brevtest.Options{SSH: srv})
+	b, run := newBrev(t, f, Config{})
+	ctx := context.Background()
+	inst, err := b.Create(ctx, run, platform.Spec{Name: "gpu", Type: "g5.xlarge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	platformtest.Exec(t, func(t *testing.T) (platform.Platform, platform.Instance) { return b, inst })
+	if err := b.Delete(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	f.CheckNoneAlive(t)
 }
 
 // TestExecTransport runs commands through brev exec: real exit codes, the

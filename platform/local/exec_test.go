@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,78 +12,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/platformtest"
 )
 
+// TestExec runs the Exec contract on a sandbox, then checks that scripts
+// run in it.
 func TestExec(t *testing.T) {
-	type result struct {
-		Stdout, Stderr string
-		ExitCode       int
-	}
-	tests := map[string]struct {
-		script string
-		stdin  string
-		nilIn  bool
-		want   result
-	}{
-		"exit 0":             {script: "printf out; printf err >&2", want: result{"out", "err", 0}},
-		"exit 3":             {script: "exit 3", want: result{ExitCode: 3}},
-		"missing command":    {script: "no-such-command-taoflow 2>/dev/null", want: result{ExitCode: 127}},
-		"killed by SIGTERM":  {script: "kill -TERM $$", want: result{ExitCode: 143}},
-		"stdin reaches it":   {script: `read -r X; printf %s "$X"`, stdin: "hello world\nsecond\n", want: result{Stdout: "hello world"}},
-		"nil stdin is empty": {script: "cat; echo done", nilIn: true, want: result{Stdout: "done\n"}},
-		"unread stdin":       {script: "exit 0", stdin: strings.Repeat("x", 1<<20)},
-		"runs in sandbox":    {script: `[ "$(pwd -P)" = "$HOME" ] && [ "$TMPDIR" = "$HOME/tmp" ] && [ -d "$TMPDIR" ]`},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			l, inst := newInstance(t)
-			var in *strings.Reader
-			if !tt.nilIn {
-				in = strings.NewReader(tt.stdin)
-			}
-			var res platform.Result
-			var err error
-			if in == nil {
-				res, err = l.Exec(context.Background(), inst, tt.script, nil)
-			} else {
-				res, err = l.Exec(context.Background(), inst, tt.script, in)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := result{string(res.Stdout), string(res.Stderr), res.ExitCode}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// TestExecStdinNeverEnds shows that a stdin reader that never reaches EOF
-// does not keep Exec from returning once the script has ended.
-func TestExecStdinNeverEnds(t *testing.T) {
+	platformtest.Exec(t, func(t *testing.T) (platform.Platform, platform.Instance) {
+		return newInstance(t)
+	})
 	l, inst := newInstance(t)
-	r, w := io.Pipe()
-	defer w.Close()
-	go func() { _, _ = w.Write([]byte("first\n")) }() // then nothing, never EOF
-	done := make(chan error, 1)
-	var res platform.Result
-	go func() {
-		var err error
-		res, err = l.Exec(context.Background(), inst, `read -r X; printf %s "$X"`, r)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil || string(res.Stdout) != "first" || res.ExitCode != 0 {
-			t.Errorf("Exec = %q, exit %d, %v; want \"first\", exit 0", res.Stdout, res.ExitCode, err)
-		}
-	case <-time.After(60 * time.Second): // a hang guard, not a timing assertion
-		t.Fatal("Exec waited for a stdin that never ends")
+	res, err := l.Exec(context.Background(), inst, `[ "$(pwd -P)" = "$HOME" ] && [ "$TMPDIR" = "$HOME/tmp" ] && [ -d "$TMPDIR" ]`, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Errorf("the script did not run in the sandbox: exit %d, %v, %q", res.ExitCode, err, res.Stderr)
 	}
 }
 
@@ -137,16 +79,8 @@ func TestExecOutputCap(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%v, exit %d", err, res.ExitCode)
 	}
-	for name, out := range map[string][]byte{"stdout": res.Stdout, "stderr": res.Stderr} {
-		marker, rest, ok := bytes.Cut(out, []byte("\n"))
-		if !ok || !bytes.HasPrefix(marker, []byte("[taoflow: output truncated")) {
-			t.Errorf("%s does not start with a truncation marker: %.80q", name, out)
-			continue
-		}
-		if len(rest) != MaxOutput {
-			t.Errorf("%s kept %d bytes after the marker, want %d", name, len(rest), MaxOutput)
-		}
-	}
+	platformtest.Truncated(t, "stdout", res.Stdout, MaxOutput)
+	platformtest.Truncated(t, "stderr", res.Stderr, MaxOutput)
 	wantMarker := fmt.Sprintf("[taoflow: output truncated: %d bytes dropped before this line]\n", total+3-MaxOutput)
 	if !bytes.HasPrefix(res.Stdout, []byte(wantMarker)) {
 		t.Errorf("stdout marker = %.100q, want %q", res.Stdout, wantMarker)
