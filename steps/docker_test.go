@@ -611,10 +611,7 @@ func TestContainerLogCreatedThenStarted(t *testing.T) {
 	if _, err := testrig.Docker(t, "start", id); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the container to exit", func() bool {
-		out, _ := testrig.Docker(t, "inspect", "--format", "{{.State.Status}}", id)
-		return out == "exited"
-	})
+	waitExited(t, id)
 	obs, err = rt.status(context.Background(), e.inst, []probe{{ID: id}})
 	if err != nil || obs[0].State != stateExited || !strings.Contains(string(obs[0].Log), "Epoch 2/2") {
 		t.Errorf("after it ran: %v, state %v, log %q", err, obs[0].State, obs[0].Log)
@@ -664,10 +661,7 @@ func TestContainerCleanup(t *testing.T) {
 	e.runContainer(t, ended, "image", image, "command", "-epochs 1 -sleep 1ms")
 	e.runJob(t, e.steps, e.job("proc"), with("command", "sleep 30"))
 	pid := e.jobPid(t, e.job("proc"))
-	waitFor(t, "the short container to end", func() bool {
-		out, _ := testrig.Docker(t, "inspect", "--format", "{{.State.Status}}", ended)
-		return out == "exited"
-	})
+	waitExited(t, ended)
 	if err := e.steps.Cleanup(context.Background(), e.inst); err != nil {
 		t.Fatal(err)
 	}

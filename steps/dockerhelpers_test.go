@@ -105,6 +105,15 @@ func containers(t *testing.T, label string) []string {
 	return names
 }
 
+// waitExited waits until container name has exited.
+func waitExited(t *testing.T, name string) {
+	t.Helper()
+	waitFor(t, "container "+name+" to exit", func() bool {
+		out, _ := testrig.Docker(t, "inspect", "--format", "{{.State.Status}}", name)
+		return out == "exited"
+	})
+}
+
 // exists reports whether container name exists.
 func exists(t *testing.T, name string) bool {
 	t.Helper()
