@@ -276,11 +276,7 @@ func TestSkipOnFailure(t *testing.T) {
 		"teardown@a":         engine.Succeeded,
 		"teardown@b":         engine.Succeeded,
 	}
-	for id, st := range want {
-		if s.States[id] != st {
-			t.Errorf("%s = %s, want %s (%s)", id, s.States[id], st, s.Messages[id])
-		}
-	}
+	checkStates(t, s, want)
 	if msg := s.Messages["wait[lr=3,bs=16]"]; msg != "upstream "+bad+" failed" {
 		t.Errorf("skip message = %q", msg)
 	}
@@ -324,11 +320,7 @@ finally:
 		"wait[lr=1]":   engine.Skipped,
 		"teardown@gpu": engine.Succeeded,
 	}
-	for id, st := range want {
-		if s.States[id] != st {
-			t.Errorf("%s = %s, want %s (%s)", id, s.States[id], st, s.Messages[id])
-		}
-	}
+	checkStates(t, s, want)
 	if msg := s.Messages["train[lr=1]"]; !strings.Contains(msg, "upstream pull@gpu skipped") {
 		t.Errorf("skip message of a cell = %q", msg)
 	}
@@ -766,6 +758,16 @@ finally:
 	for _, id := range []string{"wait[n=2]", "train[n=3]", "wait[n=3]", "teardown@a"} {
 		if s.States[id] != engine.Succeeded {
 			t.Errorf("%s = %s (%s)", id, s.States[id], s.Messages[id])
+		}
+	}
+}
+
+// checkStates reports each node of want whose state in s differs.
+func checkStates(t *testing.T, s engine.Summary, want map[string]engine.NodeState) {
+	t.Helper()
+	for id, st := range want {
+		if s.States[id] != st {
+			t.Errorf("%s = %s, want %s (%s)", id, s.States[id], st, s.Messages[id])
 		}
 	}
 }
