@@ -50,23 +50,27 @@ type Apply struct {
 // that is missing or too old refuses it here), announces the instances it
 // may create, opens the state and records the run (or claims the resumed
 // one). Errors that are the request's are *RefusedError.
-func Start(ctx context.Context, cfg ApplyConfig) (a *Apply, err error) {
+func Start(ctx context.Context, cfg ApplyConfig) (*Apply, error) {
 	p := cfg.Plan
 	if r := cfg.Resume; r != nil && p.Hash != r.Run.PlanHash {
 		return nil, refused(fmt.Errorf("%s has changed since run %s started (its sha256 was %.12s, now %.12s): resume needs the same plan", cfg.PlanPath, r.Run.ID, r.Run.PlanHash, p.Hash))
 	}
-	a = &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}}
+	a := &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}}
 	if cfg.Resume != nil {
 		a.ID = cfg.Resume.Run.ID
 	}
-	started := a
-	defer func() {
-		if err != nil {
-			started.Close() // a is nil by then
-		}
-	}()
+	if err := a.start(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// start does Start's work on a, which Start closes on an error.
+func (a *Apply) start(ctx context.Context) (err error) {
+	cfg, p := a.cfg, a.cfg.Plan
 	if a.pf, err = NewPlatform(p, a.ID, cfg.StateDir, a.progress.send); err != nil {
-		return nil, refused(fmt.Errorf("%s: %w", p.File, err))
+		return refused(fmt.Errorf("%s: %w", p.File, err))
 	}
 	if c, ok := a.pf.(platform.Closer); ok {
 		// Masters and connections go when the run ends, not before: an
@@ -87,16 +91,16 @@ func Start(ctx context.Context, cfg ApplyConfig) (a *Apply, err error) {
 	if c, ok := a.pf.(platform.Checker); ok {
 		// A missing or too old brev CLI is found before anything starts.
 		if _, err := c.Check(ctx); err != nil {
-			return nil, refused(fmt.Errorf("%s: %w", p.File, err))
+			return refused(fmt.Errorf("%s: %w", p.File, err))
 		}
 	}
 	red := cfg.Secrets.Redactor()
 	if a.store, err = state.Open(cfg.StateDir, state.WithRedactor(red.Redact)); err != nil {
-		return nil, err
+		return err
 	}
 	a.closers = append(a.closers, func() { _ = a.store.Close() })
 	if a.Graph, err = engine.Expand(p, engine.Options{RunID: a.ID}); err != nil {
-		return nil, refused(err)
+		return refused(err)
 	}
 	host, _ := os.Hostname()
 	ctx = context.WithoutCancel(ctx)
@@ -111,7 +115,7 @@ func Start(ctx context.Context, cfg ApplyConfig) (a *Apply, err error) {
 		err = cfg.Resume.claim(ctx, a.store, host)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cwd, _ := os.Getwd()
 	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd})
@@ -120,7 +124,7 @@ func Start(ctx context.Context, cfg ApplyConfig) (a *Apply, err error) {
 		a.Done = cfg.Resume.done()
 		cfg.Resume.restore(a.steps, a.insts)
 	}
-	return a, nil
+	return nil
 }
 
 // Run runs the graph until every node and finalizer has ended or ctx is
