@@ -44,6 +44,7 @@ func TestSSHScripts(t *testing.T) {
 			"waitfile": cmdWaitFile,
 			"noargv":   cmdNoArgv,
 			"procs":    cmdProcs,
+			"waitnode": cmdWaitNode,
 		},
 	})
 }
