@@ -1,6 +1,5 @@
 package dag
 
-
 // Graph is a directed graph of nodes named by strings. An edge from a
 // dependent to a dependency is added with Connect. The zero value is an
 // empty graph ready to use; a Graph is not safe for concurrent mutation.
