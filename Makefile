@@ -44,7 +44,7 @@ deps:
 fuzz:
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZ_LOAD)
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZ_TEMPLATE)
-	$(GO) test ./plan -run '^$$' -fuzz '^FuzzShellQuote$$' -fuzztime $(FUZZ_QUOTE)
+	$(GO) test ./internal/shellquote -run '^$$' -fuzz '^FuzzQuote$$' -fuzztime $(FUZZ_QUOTE)
 	$(GO) test ./secret -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZ_REDACT)
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseExecOutput$$' -fuzztime $(FUZZ_BREV)
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZ_BREV)

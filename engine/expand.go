@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -335,7 +336,7 @@ func substitute(v *plan.Value, kind, key string, lookup func(plan.Ref) (string, 
 			if t, err := plan.ParseTemplate(v.Text); err == nil {
 				var quote func(string) string
 				if plan.ShellField(kind, key) {
-					quote = plan.ShellQuote
+					quote = shellquote.Quote
 				}
 				out.Text = t.Render(lookup, quote)
 			}

@@ -1,4 +1,4 @@
-package platform
+package shellquote
 
 import (
 	"os/exec"
@@ -38,7 +38,17 @@ func TestQuote(t *testing.T) {
 	}
 }
 
-// FuzzQuote checks that the shell reads Quote(s) back as exactly s.
+// shells are the shells the fuzz target reads quoted words back with.
+var shells = func() []string {
+	out := []string{"/bin/sh"}
+	if p, err := exec.LookPath("bash"); err == nil {
+		out = append(out, p)
+	}
+	return out
+}()
+
+// FuzzQuote checks that sh and bash read Quote(s) back as exactly s, also
+// between two other words.
 func FuzzQuote(f *testing.F) {
 	for _, s := range []string{
 		"", "a", "a b", "it's", "'", "''", `'\''`, "$(id)", "`id`", "${X:-y}",
@@ -50,12 +60,14 @@ func FuzzQuote(f *testing.F) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return // a NUL cannot be in an argv word at all
 		}
-		out, err := exec.Command("/bin/sh", "-c", "printf %s "+Quote(s)).Output()
-		if err != nil {
-			t.Fatalf("sh -c printf %%s %s: %v", Quote(s), err)
-		}
-		if string(out) != s {
-			t.Errorf("Quote(%q) = %s; shell read back %q", s, Quote(s), out)
+		for _, sh := range shells {
+			out, err := exec.Command(sh, "-c", "printf '%s|' a "+Quote(s)+" b").Output()
+			if err != nil {
+				t.Fatalf("%s -c printf %%s %s: %v", sh, Quote(s), err)
+			}
+			if want := "a|" + s + "|b|"; string(out) != want {
+				t.Errorf("Quote(%q) = %s; %s read back %q, want %q", s, Quote(s), sh, out, want)
+			}
 		}
 	})
 }

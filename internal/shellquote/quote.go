@@ -1,4 +1,10 @@
-package platform
+// Package shellquote writes a string as one POSIX shell word. It is the one
+// place taoflow quotes for a shell: substituted ${{ }} values in commands,
+// the scripts the steps send to instances, and the ssh and brev transports
+// all go through Quote, so the "a value arrives as one word" promise rests
+// on this file and its fuzz target alone. It imports only the standard
+// library.
+package shellquote
 
 import "strings"
 
@@ -10,6 +16,10 @@ import "strings"
 //
 //	Quote("it's") == `'it'\''s'`
 //	Quote("")     == `''`
+//
+// The word is one word only where the shell reads it as a word: not inside
+// quotes, a heredoc, a comment or after a backslash (package plan refuses
+// expressions there).
 func Quote(s string) string {
 	if s == "" {
 		return "''"
