@@ -32,6 +32,7 @@ func check(p *Plan, d *diags) {
 	}
 	c.cycles()
 	c.expressions()
+	c.commands()
 	c.runWithoutWait()
 	c.uploadAfterDelete()
 }
@@ -322,25 +323,78 @@ func (c *checker) lintSecret(v *Value) {
 	}
 }
 
-// offsetPos is the position of byte offset off inside scalar v, exact for
-// single-line scalars.
+// offsetPos is the position of byte offset off inside scalar v: exact for
+// single-line scalars and for the lines of a multi-line scalar found as
+// written in the source (block scalars, plain or quoted lines without
+// escapes); the scalar's own position otherwise.
 func (c *checker) offsetPos(v *Value, off int) Pos {
 	p := v.Pos
-	if strings.ContainsRune(v.Text, '\n') || off > len(v.Text) {
+	if off > len(v.Text) || off < 0 {
 		return p
 	}
 	if c.lines == nil {
 		c.lines = bytes.Split(c.p.source, []byte("\n"))
 	}
-	if p.Line >= 1 && p.Line <= len(c.lines) {
+	if p.Line < 1 || p.Line > len(c.lines) {
+		return p
+	}
+	line := []rune(string(c.lines[p.Line-1]))
+	col := p.Col - 1
+	if col >= len(line) {
+		return p
+	}
+	if !strings.ContainsRune(v.Text, '\n') {
 		// Quoted scalars start one column after their quote.
-		line := []rune(string(c.lines[p.Line-1]))
-		if col := p.Col - 1; col < len(line) && (line[col] == '"' || line[col] == '\'') {
+		if line[col] == '"' || line[col] == '\'' {
 			p.Col++
 		}
+		p.Col += utf8.RuneCountInString(v.Text[:off])
+		return p
 	}
-	p.Col += utf8.RuneCountInString(v.Text[:off])
-	return p
+	return c.multilinePos(v, off, line[col])
+}
+
+// multilinePos finds the source line that holds byte off of a multi-line
+// scalar by looking for each source line's text in the value, in order.
+func (c *checker) multilinePos(v *Value, off int, first rune) Pos {
+	start := v.Pos.Line // the first source line holding text
+	firstCol := v.Pos.Col - 1
+	switch first {
+	case '|', '>':
+		start, firstCol = v.Pos.Line+1, -1
+	case '"', '\'':
+		firstCol++
+	}
+	cursor := 0
+	for ln := start; ln <= len(c.lines) && cursor < len(v.Text); ln++ {
+		raw := string(c.lines[ln-1])
+		raw = strings.TrimSuffix(raw, "\r")
+		indent := len(raw) - len(strings.TrimLeft(raw, " \t"))
+		if ln == v.Pos.Line && firstCol >= 0 {
+			indent = len(string([]rune(raw)[:min(firstCol, len([]rune(raw)))]))
+		}
+		text := strings.TrimRight(raw[indent:], " \t")
+		if text == "" {
+			continue
+		}
+		i := strings.Index(v.Text[cursor:], text)
+		if i < 0 {
+			// The line is not in the value as written (an escape, a
+			// closing quote): give up on exact positions after it.
+			if t := strings.TrimRight(text, "\"'"); t != "" && strings.HasPrefix(v.Text[cursor:], strings.TrimLeft(t, " ")) {
+				i = 0
+				text = t
+			} else {
+				break
+			}
+		}
+		lo, hi := cursor+i, cursor+i+len(text)
+		if off >= lo && off < hi {
+			return Pos{File: v.Pos.File, Line: ln, Col: utf8.RuneCountInString(raw[:indent]) + 1 + utf8.RuneCountInString(v.Text[lo:off])}
+		}
+		cursor = hi
+	}
+	return v.Pos
 }
 
 func (c *checker) template(v *Value, s *Step) {
@@ -392,6 +446,41 @@ func (c *checker) template(v *Value, s *Step) {
 			c.d.errorf(pos, "secrets are never interpolated into commands: list %s under this step's with.env and read it as $%s in the command", r.Name, r.Name)
 		default:
 			c.d.errorf(pos, "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, run or instance)", r.NS, r)
+		}
+	}
+}
+
+// commands checks each run step's command as shell: every ${{ }} must
+// stand where the shell reads its value as one word (plan/shell.go), and a
+// container's command must be nothing but words (CheckContainerArgv).
+func (c *checker) commands() {
+	for _, s := range c.p.AllSteps() {
+		if s.Uses != KindRun {
+			continue
+		}
+		v := s.With.Get("command")
+		if !v.IsString() {
+			continue
+		}
+		t, err := ParseTemplate(v.Text)
+		if err != nil {
+			continue // reported by template
+		}
+		refs := t.Refs()
+		problems := checkShellPlacement(v.Text, refs)
+		if s.With.Get("image") != nil {
+			masked, _ := maskExprs(v.Text, refs)
+			if p := argvProblem(masked); p != nil {
+				p.Msg = "a container's command is split into its arguments by the instance's shell: " + p.Msg
+				problems = append(problems, *p)
+			}
+		}
+		for _, p := range problems {
+			if p.Warning {
+				c.d.warnf(c.offsetPos(v, p.Offset), "%s", p.Msg)
+			} else {
+				c.d.errorf(c.offsetPos(v, p.Offset), "%s", p.Msg)
+			}
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taoflow/taoflow/internal/shellquote"
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -119,65 +120,13 @@ func checkImage(field, image string) error {
 	return nil
 }
 
-// checkArgv checks a container's command. The command is shell text whose
+// checkArgv checks a container's command (plan.CheckContainerArgv, which
+// validate runs on the template too). The command is shell text whose
 // substituted values are single-quoted words (shellquote.Quote); it is put
-// after the image unquoted, so that the instance's shell splits it into
-// the container's arguments (an image such as a FROM-scratch one may have
-// no shell to run it with). That shell must do nothing else: no command
-// separators, redirections or subshells (they would run on the instance,
-// not in the container), no $ or ` expansion (it would expand the
-// instance's variables, secrets included, onto docker's command line), and
-// no leading ~ (the instance's home). Globbing is off where it runs (set
-// -f). Quotes and backslashes work as in sh; wrap the command in sh -c
-// '...' to use shell syntax inside an image that has a shell.
-func checkArgv(cmd string) error {
-	inSingle, inDouble, wordStart := false, false, true
-	for i := 0; i < len(cmd); i++ {
-		c := cmd[i]
-		switch {
-		case inSingle:
-			if c == '\'' {
-				inSingle = false
-			}
-			continue
-		case inDouble:
-			switch c {
-			case '"':
-				inDouble = false
-			case '\\':
-				i++
-			case '$', '`':
-				return fmt.Errorf("%q inside double quotes would be expanded by the instance's shell; use single quotes", c)
-			}
-			continue
-		}
-		switch c {
-		case ' ', '\t':
-			wordStart = true
-			continue
-		case '\'':
-			inSingle = true
-		case '"':
-			inDouble = true
-		case '\\':
-			if i+1 == len(cmd) {
-				return fmt.Errorf("a trailing backslash")
-			}
-			i++
-		case '\n', '\r', ';', '&', '|', '<', '>', '(', ')', '`', '$':
-			return fmt.Errorf("%q is shell syntax, which would run on the instance, not in the container: the command is split into the container's arguments; quote it, or run sh -c '...' in an image that has a shell", c)
-		case '~', '#':
-			if wordStart {
-				return fmt.Errorf("a word starting with %q means something to the instance's shell; quote it", c)
-			}
-		}
-		wordStart = false
-	}
-	if inSingle || inDouble {
-		return fmt.Errorf("a quote is not closed")
-	}
-	return nil
-}
+// after the image unquoted, so that the instance's shell splits it into the
+// container's arguments (an image such as a FROM-scratch one may have no
+// shell to run it with), and that shell must do nothing else.
+func checkArgv(cmd string) error { return plan.CheckContainerArgv(cmd) }
 
 // volumeArg writes -v's value as one shell word: a host path starting
 // with ~ becomes "$HOME"/rest, the rest is quoted.

@@ -330,7 +330,7 @@ steps:
     needs: [preflight]
     matrix: {code: [0, 7]}
     with:
-      command: echo ran >> ~/count-${{ cell.id }}; echo "exiting ${{ matrix.code }}"; exit ${{ matrix.code }}
+      command: echo ran >> ~/count-${{ cell.id }}; echo "exiting "${{ matrix.code }}; exit ${{ matrix.code }}
   - id: wait
     uses: wait
     needs: [train]
