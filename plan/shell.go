@@ -152,6 +152,18 @@ func placement(masked string, off int, chain []syntax.Node, expr string) string 
 			if n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc {
 				return expr + " is a heredoc's delimiter; write the delimiter literally"
 			}
+		case *syntax.Assign:
+			if n.Name != nil && chain[i+1] == syntax.Node(n.Name) {
+				return expr + " names a variable: the shell reads a name there, not a word; write the name literally"
+			}
+		case *syntax.FuncDecl:
+			if chain[i+1] == syntax.Node(n.Name) {
+				return expr + " names a function; write the name literally"
+			}
+		case *syntax.WordIter:
+			if chain[i+1] == syntax.Node(n.Name) {
+				return expr + " names the loop variable; write the name literally"
+			}
 		case *syntax.ParamExp:
 			return expr + " is part of a $ expansion (${…} or right after $): the shell would not read it as one word; set a variable first (v=" + expr + ") and expand $v"
 		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop,

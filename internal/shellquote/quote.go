@@ -10,7 +10,9 @@ import "strings"
 
 // Quote returns s as one word for a POSIX shell. A non-empty s made only of
 // characters that no shell treats specially ([A-Za-z0-9_./:=@%+,-]) is
-// returned unchanged; anything else is wrapped in single quotes, each single
+// returned unchanged, unless it reads as an assignment (NAME=…, which in a
+// command's first word would set NAME instead of running a command);
+// anything else is wrapped in single quotes, each single
 // quote inside becoming close-quote, backslash-quote, open-quote, and the
 // empty string becomes a pair of single quotes:
 //
@@ -24,7 +26,7 @@ func Quote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	if isSafe(s) {
+	if isSafe(s) && !isAssignment(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
@@ -37,6 +39,22 @@ func isSafe(s string) bool {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		case strings.IndexByte("_./:=@%+,-", c) >= 0:
 		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isAssignment reports whether s starts with NAME= (NAME a shell variable
+// name), which the shell reads as an assignment in a command's first word.
+func isAssignment(s string) bool {
+	name, _, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
 			return false
 		}
 	}

@@ -13,6 +13,7 @@ func TestQuote(t *testing.T) {
 		"empty":            {"", "''"},
 		"plain":            {"abc", "abc"},
 		"all safe chars":   {"A-z_0.9/:=@%+,", "A-z_0.9/:=@%+,"},
+		"leading equals":   {"=x", "=x"},
 		"leading dash":     {"-n", "-n"},
 		"space":            {"a b", "'a b'"},
 		"single quote":     {"it's", `'it'\''s'`},
@@ -28,6 +29,9 @@ func TestQuote(t *testing.T) {
 		"semicolon":        {"a;b", "'a;b'"},
 		"non-ascii":        {"é", "'é'"},
 		"brace expansion?": {"{a,b}", "'{a,b}'"},
+		"assignment":       {"PATH=/tmp", "'PATH=/tmp'"},
+		"not a name":       {"tao-job=x", "tao-job=x"},
+		"dotted key":       {"train.lr=0.1", "train.lr=0.1"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -35,6 +39,17 @@ func TestQuote(t *testing.T) {
 				t.Errorf("Quote(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestQuoteFirstWord: a value that reads as an assignment stays the
+// command word instead of setting a variable for the words after it.
+func TestQuoteFirstWord(t *testing.T) {
+	for _, sh := range shells {
+		out, _ := exec.Command(sh, "-c", Quote("A=b")+" printf ran 2>/dev/null").Output()
+		if string(out) == "ran" {
+			t.Errorf("%s ran `%s printf ran` as an assignment and a command", sh, Quote("A=b"))
+		}
 	}
 }
 
@@ -52,7 +67,7 @@ var shells = func() []string {
 func FuzzQuote(f *testing.F) {
 	for _, s := range []string{
 		"", "a", "a b", "it's", "'", "''", `'\''`, "$(id)", "`id`", "${X:-y}",
-		"*", "~", "-n", "--", "%s", "\\", "\n", "\t", "a\"b", "é\xff", "!", "#x",
+		"*", "~", "-n", "--", "%s", "\\", "\n", "\t", "a\"b", "é\xff", "!", "#x", "A=b",
 	} {
 		f.Add(s)
 	}
