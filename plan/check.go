@@ -471,7 +471,6 @@ func (c *checker) commands() {
 		if s.With.Get("image") != nil {
 			masked, _ := maskExprs(v.Text, refs)
 			if p := argvProblem(masked); p != nil {
-				p.Msg = "a container's command is split into its arguments by the instance's shell: " + p.Msg
 				problems = append(problems, *p)
 			}
 		}

@@ -452,7 +452,7 @@ func escapedMeta(lit string, off int) *shellProblem {
 		}
 		c := lit[i+1]
 		if strings.IndexByte(";&|<>()$`\n", c) >= 0 {
-			return &shellProblem{Offset: off + i, Msg: fmt.Sprintf("an escaped %q is shell syntax dressed as text (a container entrypoint that runs its arguments through a shell would run it); write text in single quotes", c)}
+			return &shellProblem{Offset: off + i, Msg: fmt.Sprintf("an escaped %q in a container's command is shell syntax dressed as text: an entrypoint that runs its arguments through a shell would run it; write text in single quotes", c)}
 		}
 		i++
 	}

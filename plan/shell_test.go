@@ -185,7 +185,7 @@ func TestContainerArgv(t *testing.T) {
 		}
 	}
 	_, diags := plan.Parse("plan.yaml", commandPlan(`train \;touch\ x\; --lr ${{ vars.x }}`, "busybox"), plan.Options{})
-	want := "plan.yaml:12:15: error: a container's command is split into its arguments by the instance's shell: an escaped ';'"
+	want := "plan.yaml:12:15: error: an escaped ';' in a container's command"
 	if got := render(diags); !strings.Contains(got, want) {
 		t.Errorf("validate said:\n%s\nwant %q", got, want)
 	}
