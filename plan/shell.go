@@ -427,7 +427,7 @@ func argvSyntax(cmd string, off int) *shellProblem {
 	if off < len(cmd) {
 		c = cmd[off]
 	}
-	return &shellProblem{Offset: off, Msg: fmt.Sprintf("%q is shell syntax, which would run on the instance, not in the container: the command is split into the container's arguments; quote it, or run sh -c '...' in an image that has a shell", c)}
+	return &shellProblem{Offset: off, Msg: fmt.Sprintf("%q is shell syntax, which would run on the instance, not in the container: the command is split into the container's arguments; quote it, or, in an image that has a shell, run sh -c 'train --lr \"$1\"' _ ${{ matrix.lr }} (values as positional parameters)", c)}
 }
 
 // unescaped returns the index of the first c in lit not after a backslash,
