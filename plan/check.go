@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 	"time"
@@ -176,6 +177,9 @@ func (c *checker) step(s *Step) {
 				seen[v] = true
 			}
 		}
+		if n := m.Cells(); n > MaxCells {
+			c.d.errorf(m.Pos, "step %q: the matrix has %s cells (the product of %d keys' value counts); at most %d are allowed: split the sweep into several plans or steps", s.ID, cellCount(m), len(m.Axes), MaxCells)
+		}
 		if !m.Inherit && s.Finally {
 			c.d.errorf(m.Pos, "finalizers run once per instance; they take no matrix")
 		}
@@ -213,6 +217,15 @@ func (c *checker) step(s *Step) {
 			}
 		}
 	}
+}
+
+// cellCount writes the exact number of cells of a matrix, however large.
+func cellCount(m *Matrix) string {
+	n := big.NewInt(1)
+	for _, a := range m.Axes {
+		n.Mul(n, big.NewInt(int64(len(a.Values))))
+	}
+	return n.String()
 }
 
 func (c *checker) stepField(s *Step, key string) *Field {
