@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -32,6 +35,7 @@ func check(p *Plan, d *diags) {
 		c.step(s)
 	}
 	c.cycles()
+	c.numbers()
 	c.expressions()
 	c.commands()
 	c.runWithoutWait()
@@ -218,6 +222,75 @@ func (c *checker) step(s *Step) {
 		}
 	}
 }
+
+// numbers reports integers and durations that the schema accepts but that
+// taoflow cannot use as written: an integer past int64 or written as 1e3
+// (it read as 0: no retries, no max_parallel limit), a duration past
+// 2562047h (it read as 0: no timeout).
+func (c *checker) numbers() {
+	type num struct {
+		name    string
+		v       *Value
+		bounded bool // the schema gives a maximum, and reports past it
+	}
+	var ints, durs []num
+	if pl := c.p.Root.Get("platform"); pl != nil && pl.Kind == Map {
+		ints = append(ints, num{"platform.max_sessions", pl.Get("max_sessions"), true})
+		durs = append(durs, num{"platform.connect_timeout", pl.Get("connect_timeout"), false})
+	}
+	if in := c.p.Root.Get("instances"); in != nil {
+		for _, f := range in.Fields {
+			ints = append(ints, num{"slots", f.Value.Get("slots"), true})
+		}
+	}
+	for _, s := range c.p.AllSteps() {
+		v, _, ok := c.p.Root.Lookup(s.pointer)
+		if !ok {
+			continue
+		}
+		ints = append(ints, num{"max_parallel", v.Get("max_parallel"), false})
+		durs = append(durs, num{"timeout", v.Get("timeout"), false})
+		if r := v.Get("retries"); r != nil && r.Kind == Map {
+			ints = append(ints, num{"retries.max", r.Get("max"), false})
+			durs = append(durs, num{"retries.backoff", r.Get("backoff"), false})
+		} else {
+			ints = append(ints, num{"retries", r, false})
+		}
+		for _, key := range []string{"timeout", "interval", "ready_timeout"} {
+			durs = append(durs, num{"with." + key, s.With.Get(key), false})
+		}
+		if g := s.With.Get("gpus"); g != nil && g.Tag != "!!str" {
+			ints = append(ints, num{"with.gpus", g, false})
+		}
+	}
+	for _, n := range ints {
+		v := n.v
+		if v == nil || v.Kind != Scalar || (v.Tag != "!!int" && v.Tag != "!!float") {
+			continue // the schema reports other shapes
+		}
+		if _, ok := intOf(v); ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.ReplaceAll(v.Text, "_", ""), 64)
+		switch {
+		case err == nil && f == math.Trunc(f) && math.Abs(f) <= math.MaxInt64:
+			c.d.errorf(v.Pos, "%s: %s is not read as a whole number (it would count as 0 or the default); write it in digits: %.0f", n.name, clip(v.Text), f)
+		case !n.bounded:
+			c.d.errorf(v.Pos, "%s: %s is out of range (it would be read as 0); at most %d", n.name, clip(v.Text), int64(math.MaxInt64))
+		}
+	}
+	for _, n := range durs {
+		v := n.v
+		if v == nil || !v.IsString() || HasExpr(v.Text) || !durationRE.MatchString(v.Text) {
+			continue // the schema reports other shapes
+		}
+		if _, err := time.ParseDuration(v.Text); err != nil {
+			c.d.errorf(v.Pos, "%s: %s is out of range (it would be read as 0, which for a timeout means none); a duration is at most 2562047h (about 292 years)", n.name, clip(v.Text))
+		}
+	}
+}
+
+var durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
 
 // cellCount writes the exact number of cells of a matrix, however large.
 func cellCount(m *Matrix) string {
