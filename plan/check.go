@@ -36,6 +36,7 @@ func check(p *Plan, d *diags) {
 	}
 	c.cycles()
 	c.numbers()
+	c.nodes()
 	c.expressions()
 	c.commands()
 	c.runWithoutWait()
@@ -291,6 +292,26 @@ func (c *checker) numbers() {
 }
 
 var durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+
+// nodes refuses a plan that expands to more than MaxNodes nodes, at the
+// step that passes the bound.
+func (c *checker) nodes() {
+	total := 0
+	for _, s := range c.p.AllSteps() {
+		n := len(c.p.Pool(s))
+		if root := c.p.MatrixRoot(s); root != nil {
+			n = root.Matrix.Cells() // at most MaxCells+1
+			if n > MaxCells {
+				return // reported at the matrix
+			}
+		}
+		total += n
+		if total > MaxNodes {
+			c.d.errorf(s.IDPos, "the plan expands to more than %d nodes by step %q (each step runs once per instance, or once per cell of its matrix); split it into several plans", MaxNodes, s.ID)
+			return
+		}
+	}
+}
 
 // cellCount writes the exact number of cells of a matrix, however large.
 func cellCount(m *Matrix) string {

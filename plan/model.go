@@ -115,8 +115,14 @@ type Axis struct {
 	Values []string
 }
 
-// MaxCells is the most cells a matrix may have; validate refuses more.
-const MaxCells = 100_000
+// MaxCells is the most cells a matrix may have, and MaxNodes the most
+// nodes (steps × instances or cells) a plan may expand to; validate
+// refuses more. A few lines of aliased matrices could otherwise ask for
+// millions of nodes (a 120 kB plan ran `plan` out of memory at 3.4 GB).
+const (
+	MaxCells = 100_000
+	MaxNodes = 250_000
+)
 
 // Cells returns the number of cells of a non-inherited matrix, or
 // MaxCells+1 when there are more than MaxCells (the product is never

@@ -37,7 +37,8 @@ type Value struct {
 	Fields []Field
 	Pos    Pos
 
-	size int // number of values in the expanded tree rooted here
+	size  int // number of values in the expanded tree rooted here
+	bytes int // bytes of text (scalars and keys) in the expanded tree rooted here
 }
 
 // Field is one key of a mapping.
@@ -71,9 +72,15 @@ func (v *Value) Get(key string) *Value {
 // IsString reports whether v is a scalar that reads as a string.
 func (v *Value) IsString() bool { return v != nil && v.Kind == Scalar && v.Tag == "!!str" }
 
-// maxValues bounds the size of a plan after alias expansion, so a small file
-// of nested aliases (an "alias bomb") is rejected instead of expanded.
-const maxValues = 1_000_000
+// maxValues and maxBytes bound the size of a plan after alias expansion,
+// so a small file of nested aliases (an "alias bomb") is rejected instead
+// of expanded: by count of values, and by bytes of text (a long string
+// aliased a thousand times is few values but much text, which every later
+// stage — schema, checks, rendering per node — would copy).
+const (
+	maxValues = 1_000_000
+	maxBytes  = 32 << 20
+)
 
 type treeBuilder struct {
 	file    string
@@ -131,12 +138,20 @@ func parseTree(file string, data []byte, d *diags) *Value {
 
 func (b *treeBuilder) pos(n *yaml.Node) Pos { return Pos{File: b.file, Line: n.Line, Col: n.Column} }
 
-func (b *treeBuilder) grow(v *Value, n int) error {
-	v.size += n
+func (b *treeBuilder) grow(v *Value, child *Value) error {
+	v.size += child.size
+	v.bytes += child.bytes
 	if v.size > maxValues || v.size < 0 {
 		if !b.tooBig {
 			b.tooBig = true
 			b.d.errorf(v.Pos, "the plan expands to more than %d values through aliases; refusing to expand it (an alias bomb?)", maxValues)
+		}
+		return errTooBig
+	}
+	if v.bytes > maxBytes || v.bytes < 0 {
+		if !b.tooBig {
+			b.tooBig = true
+			b.d.errorf(v.Pos, "the plan expands to more than %d MiB of text through aliases; refusing to expand it (an alias bomb?): alias long values fewer times", maxBytes>>20)
 		}
 		return errTooBig
 	}
@@ -148,7 +163,7 @@ func (b *treeBuilder) value(n *yaml.Node) (*Value, error) {
 	case yaml.AliasNode:
 		return b.alias(n)
 	case yaml.ScalarNode:
-		v := &Value{Kind: Scalar, Tag: n.ShortTag(), Text: n.Value, Pos: b.pos(n), size: 1}
+		v := &Value{Kind: Scalar, Tag: n.ShortTag(), Text: n.Value, Pos: b.pos(n), size: 1, bytes: len(n.Value)}
 		if v.Tag == "!!null" {
 			v.Kind = Null
 		}
@@ -165,7 +180,7 @@ func (b *treeBuilder) value(n *yaml.Node) (*Value, error) {
 				return nil, err
 			}
 			v.Items = append(v.Items, item)
-			if err := b.grow(v, item.size); err != nil {
+			if err := b.grow(v, item); err != nil {
 				return nil, err
 			}
 		}
@@ -251,7 +266,8 @@ func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
 			return nil, err
 		}
 		v.Fields = append(v.Fields, Field{Key: key, KeyPos: b.pos(kn), Value: val})
-		if err := b.grow(v, val.size); err != nil {
+		v.bytes += len(key)
+		if err := b.grow(v, val); err != nil {
 			return nil, err
 		}
 	}
@@ -262,7 +278,8 @@ func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
 			}
 			seen[f.Key] = f.KeyPos
 			v.Fields = append(v.Fields, f)
-			if err := b.grow(v, f.Value.size); err != nil {
+			v.bytes += len(f.Key)
+			if err := b.grow(v, f.Value); err != nil {
 				return nil, err
 			}
 		}
