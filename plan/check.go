@@ -403,6 +403,9 @@ func (c *checker) expressions() {
 			}
 			visited[v] = true
 			c.lintSecret(v)
+			if step != nil {
+				c.typos(v, step)
+			}
 			if !HasExpr(v.Text) {
 				return
 			}
