@@ -211,7 +211,7 @@ func scriptArg(chain []syntax.Node, expr string) string {
 		}
 		for _, k := range codeArgs(call.Args) {
 			if call.Args[k] == w {
-				name := path.Base(call.Args[codeCommand(call.Args, k)].Lit())
+				name := commandName(call.Args[codeCommand(call.Args, k)])
 				return expr + " is part of the script that " + name + " runs as shell code, where a value is code, not a word; pass it as a positional parameter instead: sh -c 'train --lr \"$1\"' _ " + expr
 			}
 		}
@@ -223,14 +223,26 @@ func scriptArg(chain []syntax.Node, expr string) string {
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true}
 
 // codeArgs returns the indexes of the words of a simple command that a
-// shell runs as code: the script after -c of sh/bash/… (wherever the shell
-// appears among the words: env sh -c, docker run image sh -c, xargs sh -c),
-// the command after su -c, every word after eval.
+// shell runs as code: the script after -c of sh/bash/… or $SHELL (wherever
+// the shell appears among the words: env sh -c, docker run image sh -c,
+// xargs sh -c), the command after su -c, every word after eval, trap's
+// action. (Other programs that run a word as code — ssh HOST CMD, a word
+// piped into sh, python -c — are not recognised.)
 func codeArgs(args []*syntax.Word) []int {
 	var out []int
 	for i := 0; i < len(args); i++ {
-		name := path.Base(args[i].Lit())
+		name := commandName(args[i])
 		switch {
+		case name == "trap":
+			// trap CODE SIGNAL…: the first word that is not an option.
+			for j := i + 1; j < len(args); j++ {
+				if a := args[j].Lit(); a == "--" || strings.HasPrefix(a, "-") && a != "-" {
+					continue
+				}
+				out = append(out, j)
+				break
+			}
+			return out
 		case name == "eval":
 			for j := i + 1; j < len(args); j++ {
 				out = append(out, j)
@@ -272,12 +284,29 @@ func codeArgs(args []*syntax.Word) []int {
 	return out
 }
 
+// commandName is the name a word runs as a command: the base name of a
+// literal path, or sh for $SHELL and $BASH.
+func commandName(w *syntax.Word) string {
+	parts := w.Parts
+	if len(parts) == 1 {
+		if dq, ok := parts[0].(*syntax.DblQuoted); ok {
+			parts = dq.Parts
+		}
+	}
+	if len(parts) == 1 {
+		if pe, ok := parts[0].(*syntax.ParamExp); ok && pe.Param != nil && (pe.Param.Value == "SHELL" || pe.Param.Value == "BASH") {
+			return "sh"
+		}
+	}
+	return path.Base(w.Lit())
+}
+
 // codeCommand returns the index of the shell, su or eval word that runs
 // word k as code.
 func codeCommand(args []*syntax.Word, k int) int {
 	for i := k - 1; i >= 0; i-- {
-		name := path.Base(args[i].Lit())
-		if shells[name] || name == "su" || name == "eval" {
+		name := commandName(args[i])
+		if shells[name] || name == "su" || name == "eval" || name == "trap" {
 			return i
 		}
 	}

@@ -60,6 +60,7 @@ func FuzzExpressionPlacement(f *testing.F) {
 		`echo "$(echo ${{ vars.x }})"`,
 		`for ${{ vars.x }} in a; do :; done`,
 		`eval ${{ vars.x }}`,
+		`trap ${{ vars.x }} EXIT`,
 		`echo ${{ cell.id }} "${{ run.id }}"`,
 	} {
 		f.Add(s)

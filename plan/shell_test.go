@@ -102,6 +102,8 @@ func TestExpressionPlacement(t *testing.T) {
 		"backquotes":      "echo `echo ${{ vars.x }}`",
 		"heredoc word":    "cat <<${{ vars.x }}\nx\n",
 		"su -c":           `su -c ${{ vars.x }} nobody`,
+		"trap":            `trap echo\ ${{ vars.x }} EXIT`,
+		"$SHELL -c":       `"$SHELL" -c ${{ vars.x }}`,
 		"not valid shell": `echo ${{ vars.x }} "`,
 	}
 	for name, command := range refused {
