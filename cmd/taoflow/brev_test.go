@@ -108,7 +108,7 @@ steps:
         mkdir -p ~/results/${{ cell.id }}
         # The long cell trains until the test lets it end.
         if [ ${{ matrix.s }} = long ]; then while [ ! -e ~/go ]; do sleep 0.05; done; fi
-        echo "cell ${{ matrix.s }}, secret of ${#MY_SECRET} bytes" > ~/results/${{ cell.id }}/out.txt
+        echo "cell "${{ matrix.s }}", secret of ${#MY_SECRET} bytes" > ~/results/${{ cell.id }}/out.txt
   - id: wait
     uses: wait
     needs: [train]
