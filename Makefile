@@ -8,6 +8,7 @@ GOLANGCI  := $(shell $(GO) env GOPATH)/bin/golangci-lint
 FUZZ_LOAD ?= 30000x
 FUZZ_TEMPLATE ?= 100000x
 FUZZ_QUOTE ?= 4000x
+FUZZ_PLACEMENT ?= 100000x
 FUZZ_REDACT ?= 30000x
 FUZZ_BREV ?= 30000x
 PKGS      := ./...
@@ -44,7 +45,8 @@ deps:
 fuzz:
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZ_LOAD)
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZ_TEMPLATE)
-	$(GO) test ./plan -run '^$$' -fuzz '^FuzzShellQuote$$' -fuzztime $(FUZZ_QUOTE)
+	$(GO) test ./plan -run '^$$' -fuzz '^FuzzExpressionPlacement$$' -fuzztime $(FUZZ_PLACEMENT)
+	$(GO) test ./internal/shellquote -run '^$$' -fuzz '^FuzzQuote$$' -fuzztime $(FUZZ_QUOTE)
 	$(GO) test ./secret -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZ_REDACT)
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseExecOutput$$' -fuzztime $(FUZZ_BREV)
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZ_BREV)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -123,10 +124,17 @@ func Expand(p *plan.Plan, opts Options) (*Graph, error) {
 			}
 		}
 	}
+	jobs := map[string]*Node{}
 	for _, n := range g.Nodes {
 		n.Needs = g.pair(n, roots)
 		if n.Step.Uses == plan.KindRun {
 			n.JobID = JobID(g.runID(), n)
+			// Job ids are injective (plan.JobID); a clash would make one
+			// node adopt another's job instead of running its command.
+			if other, dup := jobs[n.JobID]; dup {
+				return nil, fmt.Errorf("%s: nodes %s and %s would launch the same job %s", n.Step.IDPos, other.ID, n.ID, n.JobID)
+			}
+			jobs[n.JobID] = n
 		}
 	}
 	return g, nil
@@ -195,8 +203,10 @@ func appendAll(deps []Dep, nodes []*Node) []Dep {
 // makeCells lists a matrix's cells, first key outermost.
 func makeCells(s *plan.Step) ([]*Cell, error) {
 	total := s.Matrix.Cells()
-	if total > 100_000 {
-		return nil, fmt.Errorf("step %q: the matrix has %d cells; at most 100000 are allowed", s.ID, total)
+	if total > plan.MaxCells {
+		// validate refuses such a plan (plan.MaxCells): not reached for a
+		// checked plan.
+		return nil, fmt.Errorf("step %q: the matrix has more than %d cells", s.ID, plan.MaxCells)
 	}
 	out := make([]*Cell, 0, total)
 	idx := make([]int, len(s.Matrix.Axes))
@@ -335,7 +345,7 @@ func substitute(v *plan.Value, kind, key string, lookup func(plan.Ref) (string, 
 			if t, err := plan.ParseTemplate(v.Text); err == nil {
 				var quote func(string) string
 				if plan.ShellField(kind, key) {
-					quote = plan.ShellQuote
+					quote = shellquote.Quote
 				}
 				out.Text = t.Render(lookup, quote)
 			}

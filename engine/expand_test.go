@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/plan"
 )
 
 func TestExpandPairing(t *testing.T) {
@@ -73,7 +74,7 @@ finally:
 		t.Errorf("needs (-want +got):\n%s", diff)
 	}
 	tr := g.Node("train[lr=0.1]")
-	if tr.Cell.ID != "lr-0.1" || tr.Cell.Index != 0 || tr.JobID != "tf-r1-train-lr-0.1" {
+	if tr.Cell.ID != "lr-0.1" || tr.Cell.Index != 0 || tr.JobID != "tf-r1-train.lr-0.1" {
 		t.Errorf("cell = %+v, job %s", tr.Cell, tr.JobID)
 	}
 	if g.Node("wait[lr=0.01]").Root != "train[lr=0.01]" {
@@ -137,6 +138,49 @@ steps:
 	for i, n := range g2.StepNodes("train") {
 		if n.Cell.ID != ids[i] {
 			t.Errorf("cell ids are not stable: %s vs %s", n.Cell.ID, ids[i])
+		}
+	}
+}
+
+// TestJobIDsDoNotCollide: step a × cell x-y-z and step a-x × cell y-z were
+// both tf-RUN-a-x-y-z; the second step adopted the first's job and its
+// command never ran (issue 17 item 7).
+func TestJobIDsDoNotCollide(t *testing.T) {
+	g := mustPlan(t, `
+taoflow: 1
+name: collide
+instances: {box: {}}
+steps:
+  - {id: a, uses: run, matrix: {x: [y-z]}, with: {command: echo a}}
+  - {id: a-x, uses: run, matrix: {y: [z]}, with: {command: echo a-x}}
+  - {id: w, uses: wait, needs: [a, a-x]}
+`)
+	a, ax := g.StepNodes("a")[0], g.StepNodes("a-x")[0]
+	if a.Cell.ID != "x-y-z" || ax.Cell.ID != "y-z" {
+		t.Fatalf("cell ids %q and %q: the test no longer sets up the clash", a.Cell.ID, ax.Cell.ID)
+	}
+	if a.JobID == ax.JobID {
+		t.Fatalf("steps a and a-x share the job id %s", a.JobID)
+	}
+}
+
+// TestExpandRefusesOversizedMatrix: 64 keys of 2 values wrapped to 0 cells
+// and apply "succeeded" having run nothing; 63 keys panicked (makeslice).
+// validate refuses both (plan.MaxCells); Expand, given such a plan anyway,
+// errs instead of expanding nothing or panicking.
+func TestExpandRefusesOversizedMatrix(t *testing.T) {
+	for _, keys := range []int{17, 63, 64, 65} {
+		var src strings.Builder
+		src.WriteString("taoflow: 1\nname: big\ninstances: {box: {}}\nsteps:\n  - id: p\n    uses: pull\n    with: {image: busybox}\n    matrix:\n")
+		for i := 0; i < keys; i++ {
+			fmt.Fprintf(&src, "      k%d: [a, b]\n", i)
+		}
+		p, diags := plan.Parse("big.yaml", []byte(src.String()), plan.Options{})
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "big.yaml:8:5: error: step \"p\": the matrix has") {
+			t.Errorf("%d keys: validate said %v", keys, diags)
+		}
+		if _, err := engine.Expand(p, engine.Options{}); err == nil {
+			t.Errorf("%d keys: Expand expanded a matrix of 2^%d cells", keys, keys)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -74,7 +75,7 @@ func buildPlatform(pl *Platform, f *Field) {
 		pl.Transport = scalar(v.Get("transport"))
 		pl.SSHConfig = scalar(v.Get("ssh_config"))
 		pl.ConnectTimeout, _ = time.ParseDuration(scalar(v.Get("connect_timeout")))
-		pl.MaxSessions, _ = strconv.Atoi(scalar(v.Get("max_sessions")))
+		pl.MaxSessions, _ = intOf(v.Get("max_sessions"))
 		pl.InstanceEnv = names(v.Get("instance_env"))
 	}
 	if pl.Transport == "" {
@@ -94,7 +95,7 @@ func buildInstance(f Field) *Instance {
 	}
 	in.Existing = scalar(v.Get("existing"))
 	in.Host = scalar(v.Get("host"))
-	if s, err := strconv.Atoi(scalar(v.Get("slots"))); err == nil && s > 0 {
+	if s, ok := intOf(v.Get("slots")); ok && s > 0 {
 		in.Slots = s
 	}
 	in.Keep = scalar(v.Get("keep")) == "true"
@@ -145,16 +146,16 @@ func buildStep(v *Value, final bool) *Step {
 	if r := v.Get("retries"); r != nil {
 		switch r.Kind {
 		case Scalar:
-			s.Retries, _ = strconv.Atoi(r.Text)
+			s.Retries, _ = intOf(r)
 		case Map:
-			s.Retries, _ = strconv.Atoi(scalar(r.Get("max")))
+			s.Retries, _ = intOf(r.Get("max"))
 			if b, err := time.ParseDuration(scalar(r.Get("backoff"))); err == nil {
 				s.Backoff = b
 			}
 		}
 	}
 	s.ContinueOnError = scalar(v.Get("continue_on_error")) == "true"
-	s.MaxParallel, _ = strconv.Atoi(scalar(v.Get("max_parallel")))
+	s.MaxParallel, _ = intOf(v.Get("max_parallel"))
 	if w := v.Get("with"); w != nil && w.Kind == Map {
 		s.With = w
 	}
@@ -186,4 +187,17 @@ func scalar(v *Value) string {
 		return ""
 	}
 	return v.Text
+}
+
+// intOf reads an integer as YAML writes it (digits, _ separators, 0x/0o/0b)
+// when it fits an int; false for anything else, which check reports.
+func intOf(v *Value) (int, bool) {
+	if v == nil || v.Kind != Scalar {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(strings.ReplaceAll(v.Text, "_", ""), 0, strconv.IntSize)
+	if err != nil {
+		return 0, false
+	}
+	return int(i), true
 }

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,7 +35,10 @@ func check(p *Plan, d *diags) {
 		c.step(s)
 	}
 	c.cycles()
+	c.numbers()
+	c.nodes()
 	c.expressions()
+	c.commands()
 	c.runWithoutWait()
 	c.uploadAfterDelete()
 }
@@ -175,6 +182,9 @@ func (c *checker) step(s *Step) {
 				seen[v] = true
 			}
 		}
+		if n := m.Cells(); n > MaxCells {
+			c.d.errorf(m.Pos, "step %q: the matrix has %s cells (the product of %d keys' value counts); at most %d are allowed: split the sweep into several plans or steps", s.ID, cellCount(m), len(m.Axes), MaxCells)
+		}
 		if !m.Inherit && s.Finally {
 			c.d.errorf(m.Pos, "finalizers run once per instance; they take no matrix")
 		}
@@ -212,6 +222,104 @@ func (c *checker) step(s *Step) {
 			}
 		}
 	}
+}
+
+// numbers reports integers and durations that the schema accepts but that
+// taoflow cannot use as written: an integer past int64 or written as 1e3
+// (it read as 0: no retries, no max_parallel limit), a duration past
+// 2562047h (it read as 0: no timeout).
+func (c *checker) numbers() {
+	type num struct {
+		name    string
+		v       *Value
+		bounded bool // the schema gives a maximum, and reports past it
+	}
+	var ints, durs []num
+	if pl := c.p.Root.Get("platform"); pl != nil && pl.Kind == Map {
+		ints = append(ints, num{"platform.max_sessions", pl.Get("max_sessions"), true})
+		durs = append(durs, num{"platform.connect_timeout", pl.Get("connect_timeout"), false})
+	}
+	if in := c.p.Root.Get("instances"); in != nil {
+		for _, f := range in.Fields {
+			ints = append(ints, num{"slots", f.Value.Get("slots"), true})
+		}
+	}
+	for _, s := range c.p.AllSteps() {
+		v, _, ok := c.p.Root.Lookup(s.pointer)
+		if !ok {
+			continue
+		}
+		ints = append(ints, num{"max_parallel", v.Get("max_parallel"), false})
+		durs = append(durs, num{"timeout", v.Get("timeout"), false})
+		if r := v.Get("retries"); r != nil && r.Kind == Map {
+			ints = append(ints, num{"retries.max", r.Get("max"), false})
+			durs = append(durs, num{"retries.backoff", r.Get("backoff"), false})
+		} else {
+			ints = append(ints, num{"retries", r, false})
+		}
+		for _, key := range []string{"timeout", "interval", "ready_timeout"} {
+			durs = append(durs, num{"with." + key, s.With.Get(key), false})
+		}
+		if g := s.With.Get("gpus"); g != nil && g.Tag != "!!str" {
+			ints = append(ints, num{"with.gpus", g, false})
+		}
+	}
+	for _, n := range ints {
+		v := n.v
+		if v == nil || v.Kind != Scalar || (v.Tag != "!!int" && v.Tag != "!!float") {
+			continue // the schema reports other shapes
+		}
+		if _, ok := intOf(v); ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.ReplaceAll(v.Text, "_", ""), 64)
+		switch {
+		case err == nil && f == math.Trunc(f) && math.Abs(f) <= math.MaxInt64:
+			c.d.errorf(v.Pos, "%s: %s is not read as a whole number (it would count as 0 or the default); write it in digits: %.0f", n.name, clip(v.Text), f)
+		case !n.bounded:
+			c.d.errorf(v.Pos, "%s: %s is out of range (it would be read as 0); at most %d", n.name, clip(v.Text), int64(math.MaxInt64))
+		}
+	}
+	for _, n := range durs {
+		v := n.v
+		if v == nil || !v.IsString() || HasExpr(v.Text) || !durationRE.MatchString(v.Text) {
+			continue // the schema reports other shapes
+		}
+		if _, err := time.ParseDuration(v.Text); err != nil {
+			c.d.errorf(v.Pos, "%s: %s is out of range (it would be read as 0, which for a timeout means none); a duration is at most 2562047h (about 292 years)", n.name, clip(v.Text))
+		}
+	}
+}
+
+var durationRE = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
+
+// nodes refuses a plan that expands to more than MaxNodes nodes, at the
+// step that passes the bound.
+func (c *checker) nodes() {
+	total := 0
+	for _, s := range c.p.AllSteps() {
+		n := len(c.p.Pool(s))
+		if root := c.p.MatrixRoot(s); root != nil {
+			n = root.Matrix.Cells() // at most MaxCells+1
+			if n > MaxCells {
+				return // reported at the matrix
+			}
+		}
+		total += n
+		if total > MaxNodes {
+			c.d.errorf(s.IDPos, "the plan expands to more than %d nodes by step %q (each step runs once per instance, or once per cell of its matrix); split it into several plans", MaxNodes, s.ID)
+			return
+		}
+	}
+}
+
+// cellCount writes the exact number of cells of a matrix, however large.
+func cellCount(m *Matrix) string {
+	n := big.NewInt(1)
+	for _, a := range m.Axes {
+		n.Mul(n, big.NewInt(int64(len(a.Values))))
+	}
+	return n.String()
 }
 
 func (c *checker) stepField(s *Step, key string) *Field {
@@ -295,6 +403,9 @@ func (c *checker) expressions() {
 			}
 			visited[v] = true
 			c.lintSecret(v)
+			if step != nil {
+				c.typos(v, step)
+			}
 			if !HasExpr(v.Text) {
 				return
 			}
@@ -322,25 +433,78 @@ func (c *checker) lintSecret(v *Value) {
 	}
 }
 
-// offsetPos is the position of byte offset off inside scalar v, exact for
-// single-line scalars.
+// offsetPos is the position of byte offset off inside scalar v: exact for
+// single-line scalars and for the lines of a multi-line scalar found as
+// written in the source (block scalars, plain or quoted lines without
+// escapes); the scalar's own position otherwise.
 func (c *checker) offsetPos(v *Value, off int) Pos {
 	p := v.Pos
-	if strings.ContainsRune(v.Text, '\n') || off > len(v.Text) {
+	if off > len(v.Text) || off < 0 {
 		return p
 	}
 	if c.lines == nil {
 		c.lines = bytes.Split(c.p.source, []byte("\n"))
 	}
-	if p.Line >= 1 && p.Line <= len(c.lines) {
+	if p.Line < 1 || p.Line > len(c.lines) {
+		return p
+	}
+	line := []rune(string(c.lines[p.Line-1]))
+	col := p.Col - 1
+	if col >= len(line) {
+		return p
+	}
+	if !strings.ContainsRune(v.Text, '\n') {
 		// Quoted scalars start one column after their quote.
-		line := []rune(string(c.lines[p.Line-1]))
-		if col := p.Col - 1; col < len(line) && (line[col] == '"' || line[col] == '\'') {
+		if line[col] == '"' || line[col] == '\'' {
 			p.Col++
 		}
+		p.Col += utf8.RuneCountInString(v.Text[:off])
+		return p
 	}
-	p.Col += utf8.RuneCountInString(v.Text[:off])
-	return p
+	return c.multilinePos(v, off, line[col])
+}
+
+// multilinePos finds the source line that holds byte off of a multi-line
+// scalar by looking for each source line's text in the value, in order.
+func (c *checker) multilinePos(v *Value, off int, first rune) Pos {
+	start := v.Pos.Line // the first source line holding text
+	firstCol := v.Pos.Col - 1
+	switch first {
+	case '|', '>':
+		start, firstCol = v.Pos.Line+1, -1
+	case '"', '\'':
+		firstCol++
+	}
+	cursor := 0
+	for ln := start; ln <= len(c.lines) && cursor < len(v.Text); ln++ {
+		raw := string(c.lines[ln-1])
+		raw = strings.TrimSuffix(raw, "\r")
+		indent := len(raw) - len(strings.TrimLeft(raw, " \t"))
+		if ln == v.Pos.Line && firstCol >= 0 {
+			indent = len(string([]rune(raw)[:min(firstCol, len([]rune(raw)))]))
+		}
+		text := strings.TrimRight(raw[indent:], " \t")
+		if text == "" {
+			continue
+		}
+		i := strings.Index(v.Text[cursor:], text)
+		if i < 0 {
+			// The line is not in the value as written (an escape, a
+			// closing quote): give up on exact positions after it.
+			if t := strings.TrimRight(text, "\"'"); t != "" && strings.HasPrefix(v.Text[cursor:], strings.TrimLeft(t, " ")) {
+				i = 0
+				text = t
+			} else {
+				break
+			}
+		}
+		lo, hi := cursor+i, cursor+i+len(text)
+		if off >= lo && off < hi {
+			return Pos{File: v.Pos.File, Line: ln, Col: utf8.RuneCountInString(raw[:indent]) + 1 + utf8.RuneCountInString(v.Text[lo:off])}
+		}
+		cursor = hi
+	}
+	return v.Pos
 }
 
 func (c *checker) template(v *Value, s *Step) {
@@ -392,6 +556,40 @@ func (c *checker) template(v *Value, s *Step) {
 			c.d.errorf(pos, "secrets are never interpolated into commands: list %s under this step's with.env and read it as $%s in the command", r.Name, r.Name)
 		default:
 			c.d.errorf(pos, "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, run or instance)", r.NS, r)
+		}
+	}
+}
+
+// commands checks each run step's command as shell: every ${{ }} must
+// stand where the shell reads its value as one word (plan/shell.go), and a
+// container's command must be nothing but words (CheckContainerArgv).
+func (c *checker) commands() {
+	for _, s := range c.p.AllSteps() {
+		if s.Uses != KindRun {
+			continue
+		}
+		v := s.With.Get("command")
+		if !v.IsString() {
+			continue
+		}
+		t, err := ParseTemplate(v.Text)
+		if err != nil {
+			continue // reported by template
+		}
+		refs := t.Refs()
+		problems := checkShellPlacement(v.Text, refs)
+		if s.With.Get("image") != nil {
+			masked, _ := maskExprs(v.Text, refs)
+			if p := argvProblem(masked); p != nil {
+				problems = append(problems, *p)
+			}
+		}
+		for _, p := range problems {
+			if p.Warning {
+				c.d.warnf(c.offsetPos(v, p.Offset), "%s", p.Msg)
+			} else {
+				c.d.errorf(c.offsetPos(v, p.Offset), "%s", p.Msg)
+			}
 		}
 	}
 }

@@ -140,29 +140,9 @@ func (t Template) Render(lookup func(Ref) (string, bool), quote func(string) str
 	return b.String()
 }
 
-// ShellQuote returns s as one POSIX shell word: unchanged when it only holds
-// characters no shell treats specially, else single-quoted with embedded
-// single quotes written as '\”.
-func ShellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_./:=@%+,-", c) >= 0) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // ShellField reports whether with.key of a step of the given kind is a shell
-// command, whose substituted values are inserted as single quoted words.
+// command, whose substituted values are inserted as single quoted words
+// (shellquote.Quote).
 func ShellField(kind, key string) bool {
 	return kind == KindRun && key == "command"
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -55,7 +56,7 @@ func TestRenderQuotesShellWords(t *testing.T) {
 		t.Fatal(err)
 	}
 	values := map[string]string{"lr": "0.1", "name": "x; rm -rf / #'"}
-	got := tmpl.Render(func(r plan.Ref) (string, bool) { v, ok := values[r.Name]; return v, ok }, plan.ShellQuote)
+	got := tmpl.Render(func(r plan.Ref) (string, bool) { v, ok := values[r.Name]; return v, ok }, shellquote.Quote)
 	want := `train --lr 0.1 --name 'x; rm -rf / #'\'''`
 	if got != want {
 		t.Fatalf("got %s\nwant %s", got, want)
@@ -67,22 +68,6 @@ func TestRenderQuotesShellWords(t *testing.T) {
 	}
 	if string(out) != "train|--lr|0.1|--name|x; rm -rf / #'|" {
 		t.Fatalf("the shell split it as %q", out)
-	}
-}
-
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{
-		"":           "''",
-		"abc":        "abc",
-		"a b":        "'a b'",
-		"it's":       `'it'\''s'`,
-		"$HOME":      `'$HOME'`,
-		"~/x":        `'~/x'`,
-		"s3://b/k=1": "s3://b/k=1",
-	} {
-		if got := plan.ShellQuote(in); got != want {
-			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
-		}
 	}
 }
 
@@ -104,27 +89,6 @@ func FuzzTemplate(f *testing.F) {
 		got := tmpl.Render(func(plan.Ref) (string, bool) { return "", false }, nil)
 		if len(tmpl.Refs()) == 0 && got != s {
 			t.Fatalf("render of a literal changed it: %q → %q", s, got)
-		}
-	})
-}
-
-// FuzzShellQuote: the shell reads back exactly the quoted string.
-func FuzzShellQuote(f *testing.F) {
-	for _, s := range []string{"", "a", "a b", "'", `"$x"`, "`id`", "\\", "a\nb", "~", "*"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		for i := 0; i < len(s); i++ {
-			if s[i] == 0 {
-				return // a NUL can't be in an argv at all
-			}
-		}
-		out, err := exec.Command("sh", "-c", "printf %s "+plan.ShellQuote(s)).Output()
-		if err != nil {
-			t.Fatalf("sh failed on %q: %v", plan.ShellQuote(s), err)
-		}
-		if string(out) != s {
-			t.Fatalf("sh read back %q from %s, want %q", out, plan.ShellQuote(s), s)
 		}
 	})
 }

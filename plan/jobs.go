@@ -3,11 +3,14 @@ package plan
 import "strings"
 
 // JobID names the job (and container) a run node launches:
-// tf-<run>-<step>-<cell|instance>, limited to [a-zA-Z0-9][a-zA-Z0-9_.-]*
+// tf-<run>-<step>.<cell|instance>, limited to [a-zA-Z0-9][a-zA-Z0-9_.-]*
 // (other characters become _). It is deterministic, so a retry or a resume
-// finds the job it launched before.
+// finds the job it launched before, and injective within a run: a step id
+// holds no '.', so the first '.' after the run ends the step. (With '-'
+// there, step a × cell x-y-z and step a-x × cell y-z were one job, and the
+// second step adopted the first's job instead of running.)
 func JobID(run, step, suffix string) string {
-	return sanitizeJob("tf-" + run + "-" + step + "-" + suffix)
+	return sanitizeJob("tf-"+run+"-") + sanitizeJob(strings.ReplaceAll(step, ".", "_")) + "." + sanitizeJob(suffix)
 }
 
 // JobPrefix is the start of every job id of a run, "tf-<run>-", sanitised

@@ -115,13 +115,30 @@ type Axis struct {
 	Values []string
 }
 
-// Cells returns the number of cells of a non-inherited matrix.
+// MaxCells is the most cells a matrix may have, and MaxNodes the most
+// nodes (steps × instances or cells) a plan may expand to; validate
+// refuses more. A few lines of aliased matrices could otherwise ask for
+// millions of nodes (a 120 kB plan ran `plan` out of memory at 3.4 GB).
+const (
+	MaxCells = 100_000
+	MaxNodes = 250_000
+)
+
+// Cells returns the number of cells of a non-inherited matrix, or
+// MaxCells+1 when there are more than MaxCells (the product is never
+// computed past that, so it cannot overflow).
 func (m *Matrix) Cells() int {
 	if m == nil || m.Inherit {
 		return 0
 	}
 	n := 1
 	for _, a := range m.Axes {
+		if len(a.Values) == 0 {
+			return 0
+		}
+		if n > MaxCells/len(a.Values) {
+			return MaxCells + 1
+		}
 		n *= len(a.Values)
 	}
 	return n

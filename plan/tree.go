@@ -37,7 +37,8 @@ type Value struct {
 	Fields []Field
 	Pos    Pos
 
-	size int // number of values in the expanded tree rooted here
+	size  int // number of values in the expanded tree rooted here
+	bytes int // bytes of text (scalars and keys) in the expanded tree rooted here
 }
 
 // Field is one key of a mapping.
@@ -71,9 +72,15 @@ func (v *Value) Get(key string) *Value {
 // IsString reports whether v is a scalar that reads as a string.
 func (v *Value) IsString() bool { return v != nil && v.Kind == Scalar && v.Tag == "!!str" }
 
-// maxValues bounds the size of a plan after alias expansion, so a small file
-// of nested aliases (an "alias bomb") is rejected instead of expanded.
-const maxValues = 1_000_000
+// maxValues and maxBytes bound the size of a plan after alias expansion,
+// so a small file of nested aliases (an "alias bomb") is rejected instead
+// of expanded: by count of values, and by bytes of text (a long string
+// aliased a thousand times is few values but much text, which every later
+// stage — schema, checks, rendering per node — would copy).
+const (
+	maxValues = 1_000_000
+	maxBytes  = 32 << 20
+)
 
 type treeBuilder struct {
 	file    string
@@ -97,6 +104,10 @@ func parseTree(file string, data []byte, d *diags) *Value {
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			d.errorf(Pos{File: file, Line: 1, Col: 1}, "the plan is empty: expected a mapping with taoflow:, name:, instances: and steps:")
+			return nil
+		}
+		if p, ok := flowExpr(file, data); ok {
+			d.errorf(p, "a value holding ${{ }} inside a flow mapping { … } must be quoted: YAML reads the braces of ${{ }} as its own; write it in quotes, e.g. {command: \"echo ${{ vars.x }}\"}")
 			return nil
 		}
 		d.errorf(yamlErrorPos(file, data, err), "%s", yamlErrorMessage(file, data, err))
@@ -131,12 +142,20 @@ func parseTree(file string, data []byte, d *diags) *Value {
 
 func (b *treeBuilder) pos(n *yaml.Node) Pos { return Pos{File: b.file, Line: n.Line, Col: n.Column} }
 
-func (b *treeBuilder) grow(v *Value, n int) error {
-	v.size += n
+func (b *treeBuilder) grow(v *Value, child *Value) error {
+	v.size += child.size
+	v.bytes += child.bytes
 	if v.size > maxValues || v.size < 0 {
 		if !b.tooBig {
 			b.tooBig = true
 			b.d.errorf(v.Pos, "the plan expands to more than %d values through aliases; refusing to expand it (an alias bomb?)", maxValues)
+		}
+		return errTooBig
+	}
+	if v.bytes > maxBytes || v.bytes < 0 {
+		if !b.tooBig {
+			b.tooBig = true
+			b.d.errorf(v.Pos, "the plan expands to more than %d MiB of text through aliases; refusing to expand it (an alias bomb?): alias long values fewer times", maxBytes>>20)
 		}
 		return errTooBig
 	}
@@ -148,7 +167,7 @@ func (b *treeBuilder) value(n *yaml.Node) (*Value, error) {
 	case yaml.AliasNode:
 		return b.alias(n)
 	case yaml.ScalarNode:
-		v := &Value{Kind: Scalar, Tag: n.ShortTag(), Text: n.Value, Pos: b.pos(n), size: 1}
+		v := &Value{Kind: Scalar, Tag: n.ShortTag(), Text: n.Value, Pos: b.pos(n), size: 1, bytes: len(n.Value)}
 		if v.Tag == "!!null" {
 			v.Kind = Null
 		}
@@ -165,7 +184,7 @@ func (b *treeBuilder) value(n *yaml.Node) (*Value, error) {
 				return nil, err
 			}
 			v.Items = append(v.Items, item)
-			if err := b.grow(v, item.size); err != nil {
+			if err := b.grow(v, item); err != nil {
 				return nil, err
 			}
 		}
@@ -251,7 +270,8 @@ func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
 			return nil, err
 		}
 		v.Fields = append(v.Fields, Field{Key: key, KeyPos: b.pos(kn), Value: val})
-		if err := b.grow(v, val.size); err != nil {
+		v.bytes += len(key)
+		if err := b.grow(v, val); err != nil {
 			return nil, err
 		}
 	}
@@ -262,7 +282,8 @@ func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
 			}
 			seen[f.Key] = f.KeyPos
 			v.Fields = append(v.Fields, f)
-			if err := b.grow(v, f.Value.size); err != nil {
+			v.bytes += len(f.Key)
+			if err := b.grow(v, f.Value); err != nil {
 				return nil, err
 			}
 		}
@@ -388,6 +409,11 @@ func yamlErrorPos(file string, data []byte, err error) Pos {
 	}
 	line, _ := strconv.Atoi(m[1])
 	col := 1
+	if strings.Contains(m[2], "tab character") {
+		if l, c, ok := indentTab(data, line); ok {
+			return Pos{File: file, Line: l, Col: c}
+		}
+	}
 	if text, ok := lineText(data, line); ok {
 		if strings.Contains(m[2], "cannot start any token") {
 			if i := strings.IndexByte(text, '\t'); i >= 0 {
@@ -408,6 +434,9 @@ func yamlErrorMessage(file string, data []byte, err error) string {
 		if text, ok := lineText(data, line); ok && strings.Contains(msg, "cannot start any token") && strings.Contains(text, "\t") {
 			return "tab character: YAML indentation must use spaces"
 		}
+		if _, _, ok := indentTab(data, line); ok && strings.Contains(msg, "tab character") {
+			return "tab character: YAML indentation must use spaces"
+		}
 	}
 	return "invalid YAML: " + msg
 }
@@ -418,4 +447,96 @@ func lineText(data []byte, line int) (string, bool) {
 		return "", false
 	}
 	return string(lines[line-1]), true
+}
+
+// indentTab finds the first tab in the indentation of a line at or after
+// line (yaml.v3 reports a tab that breaks indentation at the line before
+// it): its line and column.
+func indentTab(data []byte, line int) (int, int, bool) {
+	lines := bytes.Split(data, []byte("\n"))
+	for l := max(line, 1); l <= len(lines) && l <= line+3; l++ {
+		text := lines[l-1]
+		for i, c := range text {
+			if c == '\t' {
+				return l, i + 1, true
+			}
+			if c != ' ' {
+				break
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// flowExpr finds an unquoted ${{ inside a flow collection ({…} or […]):
+// YAML reads its braces as the collection's and fails, at a line that is
+// not the value's. It returns the position of that ${{.
+func flowExpr(file string, data []byte) (Pos, bool) {
+	depth := 0
+	var quote byte // the quote of the scalar we are in, inside flow
+	blockIndent := -1
+	for ln, raw := range strings.Split(string(data), "\n") {
+		line := strings.TrimSuffix(raw, "\r")
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		if blockIndent >= 0 {
+			if strings.TrimSpace(line) == "" || indent > blockIndent {
+				continue // a block scalar's text
+			}
+			blockIndent = -1
+		}
+		var prev byte // the last non-blank character before i on this line
+		for i := 0; i < len(line); i++ {
+			c := line[i]
+			switch {
+			case quote == '"':
+				if c == '\\' {
+					i++
+				} else if c == '"' {
+					quote = 0
+				}
+				continue
+			case quote == '\'':
+				if c == '\'' {
+					if i+1 < len(line) && line[i+1] == '\'' {
+						i++
+					} else {
+						quote = 0
+					}
+				}
+				continue
+			}
+			// Where a value may begin: a quote opens a quoted scalar and
+			// a brace a flow collection there, not inside a plain scalar.
+			valueStart := prev == 0 || prev == ':' || prev == '-' || depth > 0 && (prev == ',' || prev == '{' || prev == '[')
+			switch {
+			case c == ' ' || c == '\t':
+				continue
+			case c == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+				i = len(line)
+				continue
+			case (c == '"' || c == '\'') && valueStart:
+				quote = c
+			case strings.HasPrefix(line[i:], "${{"):
+				if depth > 0 {
+					return Pos{File: file, Line: ln + 1, Col: utf8.RuneCountInString(line[:i]) + 1}, true
+				}
+				if j := strings.Index(line[i:], "}}"); j >= 0 {
+					i += j + 1
+				}
+			case (c == '{' || c == '[') && valueStart:
+				depth++
+			case (c == '}' || c == ']') && depth > 0:
+				depth--
+			}
+			prev = line[i]
+		}
+		if depth == 0 && quote == 0 {
+			t := strings.TrimRight(line, " \t")
+			t = strings.TrimRight(t, "+-0123456789")
+			if strings.HasSuffix(t, "|") || strings.HasSuffix(t, ">") {
+				blockIndent = indent
+			}
+		}
+	}
+	return Pos{}, false
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -86,7 +86,7 @@ type Container struct {
 // An instance without docker has none.
 func (s *Steps) LabelledContainers(ctx context.Context, inst platform.Instance) ([]Container, error) {
 	script := fmt.Sprintf("command -v docker >/dev/null 2>&1 || exit 0\ndocker ps -a --filter label=%s --format %s\n",
-		labelRun, plan.ShellQuote(`{{.Names}} {{.State}} {{.Label "`+labelRun+`"}} owner={{.Label "`+labelOwner+`"}} instance={{.Label "`+labelInstance+`"}}`))
+		labelRun, shellquote.Quote(`{{.Names}} {{.State}} {{.Label "`+labelRun+`"}} owner={{.Label "`+labelOwner+`"}} instance={{.Label "`+labelInstance+`"}}`))
 	res, err := s.exec(ctx, inst, script, nil)
 	if err != nil {
 		return nil, err

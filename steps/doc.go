@@ -3,7 +3,7 @@
 //
 // It owns what is said to an instance and how its answers are read, so that
 // the engine only schedules and the platforms only transport. Every word
-// inserted into a script passes through plan.ShellQuote, a leading ~/ is
+// inserted into a script passes through shellquote.Quote, a leading ~/ is
 // written as "$HOME"/rest (never eval'd), and secrets reach a script only on
 // Exec's stdin: a prelude reads one line per secret and exports it for that
 // one command (see secretEnv). No secret value is ever part of a script, an

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
@@ -119,80 +120,28 @@ func checkImage(field, image string) error {
 	return nil
 }
 
-// checkArgv checks a container's command. The command is shell text whose
-// substituted values are single-quoted words (plan.ShellQuote); it is put
-// after the image unquoted, so that the instance's shell splits it into
-// the container's arguments (an image such as a FROM-scratch one may have
-// no shell to run it with). That shell must do nothing else: no command
-// separators, redirections or subshells (they would run on the instance,
-// not in the container), no $ or ` expansion (it would expand the
-// instance's variables, secrets included, onto docker's command line), and
-// no leading ~ (the instance's home). Globbing is off where it runs (set
-// -f). Quotes and backslashes work as in sh; wrap the command in sh -c
-// '...' to use shell syntax inside an image that has a shell.
-func checkArgv(cmd string) error {
-	inSingle, inDouble, wordStart := false, false, true
-	for i := 0; i < len(cmd); i++ {
-		c := cmd[i]
-		switch {
-		case inSingle:
-			if c == '\'' {
-				inSingle = false
-			}
-			continue
-		case inDouble:
-			switch c {
-			case '"':
-				inDouble = false
-			case '\\':
-				i++
-			case '$', '`':
-				return fmt.Errorf("%q inside double quotes would be expanded by the instance's shell; use single quotes", c)
-			}
-			continue
-		}
-		switch c {
-		case ' ', '\t':
-			wordStart = true
-			continue
-		case '\'':
-			inSingle = true
-		case '"':
-			inDouble = true
-		case '\\':
-			if i+1 == len(cmd) {
-				return fmt.Errorf("a trailing backslash")
-			}
-			i++
-		case '\n', '\r', ';', '&', '|', '<', '>', '(', ')', '`', '$':
-			return fmt.Errorf("%q is shell syntax, which would run on the instance, not in the container: the command is split into the container's arguments; quote it, or run sh -c '...' in an image that has a shell", c)
-		case '~', '#':
-			if wordStart {
-				return fmt.Errorf("a word starting with %q means something to the instance's shell; quote it", c)
-			}
-		}
-		wordStart = false
-	}
-	if inSingle || inDouble {
-		return fmt.Errorf("a quote is not closed")
-	}
-	return nil
-}
+// checkArgv checks a container's command (plan.CheckContainerArgv, which
+// validate runs on the template too). The command is shell text whose
+// substituted values are single-quoted words (shellquote.Quote); it is put
+// after the image unquoted, so that the instance's shell splits it into the
+// container's arguments (an image such as a FROM-scratch one may have no
+// shell to run it with), and that shell must do nothing else.
+func checkArgv(cmd string) error { return plan.CheckContainerArgv(cmd) }
 
 // volumeArg writes -v's value as one shell word: a host path starting
 // with ~ becomes "$HOME"/rest, the rest is quoted.
 func volumeArg(v string) (host, word string) {
 	h, rest, ok := strings.Cut(v, ":")
 	if !ok || !(strings.HasPrefix(h, "/") || h == "~" || strings.HasPrefix(h, "~/")) {
-		return "", plan.ShellQuote(v) // a named or anonymous volume
+		return "", shellquote.Quote(v) // a named or anonymous volume
 	}
-	return shellPath(h), shellPath(h) + plan.ShellQuote(":"+rest)
+	return shellPath(h), shellPath(h) + shellquote.Quote(":"+rest)
 }
 
 // runArgs returns docker run's arguments for spec, after `docker run`, as
 // shell text: the command is appended as it is (see checkArgv).
 func (d *docker) runArgs(spec jobSpec) string {
-	q := plan.ShellQuote
+	q := shellquote.Quote
 	var b strings.Builder
 	fmt.Fprintf(&b, "-d --name %s --label %s --label %s", q(spec.ID), q(labelJob+"="+spec.ID), q(labelRun+"="+d.s.cfg.RunID))
 	if spec.Instance != "" {
@@ -240,7 +189,7 @@ func (d *docker) runArgs(spec jobSpec) string {
 func (d *docker) submitScript(spec jobSpec) string {
 	var b strings.Builder
 	b.WriteString(dockerCheck)
-	fmt.Fprintf(&b, "j=%s\n", plan.ShellQuote(spec.ID))
+	fmt.Fprintf(&b, "j=%s\n", shellquote.Quote(spec.ID))
 	fmt.Fprintf(&b, `if id=$(docker inspect --type container --format '{{.Id}}' "$j" 2>/dev/null); then echo "adopted $id"; exit 0; fi
 id=$(docker ps -a -q --no-trunc --filter label=%s="$j") || { echo 'cannot list the containers (is the docker daemon running?)' >&2; exit %d; }
 if [ -n "$id" ]; then echo "adopted $(echo "$id" | head -n 1)"; exit 0; fi
@@ -364,9 +313,9 @@ func (d *docker) statusScript(probes []probe) string {
 trap 'rm -f "$t" "$t.e" "$t.i"' EXIT
 echo "@now $(date +%s)"
 `)
-	fmt.Fprintf(&b, "docker inspect --type container --format %s", plan.ShellQuote(inspectFormat))
+	fmt.Fprintf(&b, "docker inspect --type container --format %s", shellquote.Quote(inspectFormat))
 	for _, p := range probes {
-		b.WriteString(" " + plan.ShellQuote(p.ID))
+		b.WriteString(" " + shellquote.Quote(p.ID))
 	}
 	fmt.Fprintf(&b, ` > "$t.i" 2> "$t.e"
 cat "$t.i"
@@ -427,13 +376,13 @@ tf_poll() {
 	fi
 	printf '@status %%s %%s\n' "$mt" "$st"
 }
-`, plan.ShellQuote(jobsDir), logChunk, logChunk, followFile, wholeFile)
+`, shellquote.Quote(jobsDir), logChunk, logChunk, followFile, wholeFile)
 	for i, p := range probes {
 		results := "''"
 		if p.Results != "" {
 			results = shellPath(p.Results)
 		}
-		fmt.Fprintf(&b, "tf_poll %d %s %d %s\n", i, plan.ShellQuote(p.ID), p.Offset, results)
+		fmt.Fprintf(&b, "tf_poll %d %s %d %s\n", i, shellquote.Quote(p.ID), p.Offset, results)
 	}
 	return b.String()
 }
@@ -448,7 +397,7 @@ const (
 
 // dropLogs is a shell line that removes the log files of the container
 // named by the shell variable n.
-var dropLogs = fmt.Sprintf(`rm -f "$HOME"/%s/"$n"/docker.*`, plan.ShellQuote(jobsDir))
+var dropLogs = fmt.Sprintf(`rm -f "$HOME"/%s/"$n"/docker.*`, shellquote.Quote(jobsDir))
 
 // inspected is one container's state from docker inspect.
 type inspected struct {
@@ -635,7 +584,7 @@ func mapContainer(o *observation, st inspected, now int64) {
 // labelled tao-job=<job> under another name is reported, not adopted;
 // none at all is a vanished job (canceled when taoflow canceled it).
 func (d *docker) reconcile(ctx context.Context, inst platform.Instance, probes []probe, obs []observation, missing []int) error {
-	script := dockerCheck + fmt.Sprintf("docker ps -a --filter label=%s --format %s\n", labelJob, plan.ShellQuote(`{{.Label "`+labelJob+`"}} {{.Names}}`))
+	script := dockerCheck + fmt.Sprintf("docker ps -a --filter label=%s --format %s\n", labelJob, shellquote.Quote(`{{.Label "`+labelJob+`"}} {{.Names}}`))
 	res, err := d.s.exec(ctx, inst, script, nil)
 	if err != nil {
 		return err
@@ -668,7 +617,7 @@ func markScript(ids []string) string {
 	b.WriteString(dockerCheck)
 	fmt.Fprintf(&b, "s=$(docker inspect --type container --format '{{.Name}} {{.State.Status}}'")
 	for _, id := range ids {
-		b.WriteString(" " + plan.ShellQuote(id))
+		b.WriteString(" " + shellquote.Quote(id))
 	}
 	fmt.Fprintf(&b, ` 2>/dev/null)
 live=
@@ -681,7 +630,7 @@ while read -r n st; do
 done <<EOF
 $s
 EOF
-`, plan.ShellQuote(jobsDir))
+`, shellquote.Quote(jobsDir))
 	return b.String()
 }
 
@@ -708,7 +657,7 @@ func removeScript(ids []string) string {
 	b.WriteString(dockerCheck)
 	b.WriteString("docker rm -f -v")
 	for _, id := range ids {
-		b.WriteString(" " + plan.ShellQuote(id))
+		b.WriteString(" " + shellquote.Quote(id))
 	}
 	// rm -f of a container that is gone already fails with older CLIs.
 	b.WriteString(` > /dev/null 2> "${TMPDIR:-/tmp}/taoflow-rm.$$"
@@ -717,10 +666,10 @@ rm -f "${TMPDIR:-/tmp}/taoflow-rm.$$"
 `)
 	b.WriteString("for n in")
 	for _, id := range ids {
-		b.WriteString(" " + plan.ShellQuote(id))
+		b.WriteString(" " + shellquote.Quote(id))
 	}
 	b.WriteString("; do " + dropLogs + "; done\n")
-	fmt.Fprintf(&b, "[ \"$rc\" -eq 0 ] && echo %s\nexit \"$rc\"\n", plan.ShellQuote("removed container(s) "+strings.Join(ids, " ")))
+	fmt.Fprintf(&b, "[ \"$rc\" -eq 0 ] && echo %s\nexit \"$rc\"\n", shellquote.Quote("removed container(s) "+strings.Join(ids, " ")))
 	return b.String()
 }
 
@@ -756,7 +705,7 @@ fi
 docker rm -f -v $names > /dev/null || exit 1
 for n in $names; do %[6]s; done
 echo "removed container(s)$names"
-`, plan.ShellQuote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, plan.ShellQuote(jobsDir), d.stopSeconds(), plan.ShellQuote(labelInstance+"="+instance), dropLogs)
+`, shellquote.Quote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, shellquote.Quote(jobsDir), d.stopSeconds(), shellquote.Quote(labelInstance+"="+instance), dropLogs)
 }
 
 func (d *docker) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {

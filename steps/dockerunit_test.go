@@ -22,9 +22,10 @@ func TestCheckArgv(t *testing.T) {
 	}{
 		"TAO command":             {cmd: `visual_changenet train -e /data/spec.yaml train.lr='0.001' results_dir=/results/'c 0'`},
 		"empty":                   {cmd: ``},
-		"quoted operators":        {cmd: `echo 'a && b' "c;d" e\|f`},
+		"quoted operators":        {cmd: `echo 'a && b' "c;d" 'e|f'`},
+		"escaped operator":        {cmd: `echo \;touch\ x\;`, wantErr: `an escaped ';'`},
 		"quoted dollar":           {cmd: `print '$NGC_KEY'`},
-		"escaped dollar":          {cmd: `print \$HOME "\$x"`},
+		"escaped dollar":          {cmd: `print \$HOME "\$x"`, wantErr: `an escaped '$'`},
 		"globs (set -f)":          {cmd: `rm *.pth model_?.pth [ab]`},
 		"tilde inside a word":     {cmd: `x=~/a b~c`},
 		"hash inside a word":      {cmd: `a#b`},

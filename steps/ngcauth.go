@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -23,7 +24,7 @@ const (
 // $oauthtoken reaches docker as it is written.
 func loginScript(registry, user, key string) string {
 	return dockerCheck + fmt.Sprintf("printf '%%s' \"$%s\" | docker login %s -u %s --password-stdin\n",
-		key, plan.ShellQuote(registry), plan.ShellQuote(user))
+		key, shellquote.Quote(registry), shellquote.Quote(user))
 }
 
 // manifestScript checks that the logged-in docker may read image, without
@@ -34,7 +35,7 @@ func manifestScript(image string) string {
 	if loopbackRegistry(image) {
 		insecure = "--insecure "
 	}
-	return dockerCheck + fmt.Sprintf("DOCKER_CLI_EXPERIMENTAL=enabled docker manifest inspect %s%s > /dev/null\n", insecure, plan.ShellQuote(image))
+	return dockerCheck + fmt.Sprintf("DOCKER_CLI_EXPERIMENTAL=enabled docker manifest inspect %s%s > /dev/null\n", insecure, shellquote.Quote(image))
 }
 
 // ngcParams reads and checks the with: of an ngc-auth step, defaults

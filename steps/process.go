@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
@@ -130,7 +131,7 @@ echo "$rc" > "$d/rc.tmp" && mv -f "$d/rc.tmp" "$d/rc"
 
 // jobDir is the job directory of id as a shell word.
 func jobDir(id string) string {
-	return `"$HOME"/` + plan.ShellQuote(jobsDir+"/"+id)
+	return `"$HOME"/` + shellquote.Quote(jobsDir+"/"+id)
 }
 
 // submitScript is the script that launches spec (after the secret prelude).
@@ -140,7 +141,7 @@ func (p *process) submitScript(spec jobSpec) string {
 		workdir = shellPath(spec.Workdir)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "jobs=\"$HOME\"/%s\n", plan.ShellQuote(jobsDir))
+	fmt.Fprintf(&b, "jobs=\"$HOME\"/%s\n", shellquote.Quote(jobsDir))
 	fmt.Fprintf(&b, "d=%s\n", jobDir(spec.ID))
 	fmt.Fprintf(&b, `mkdir -p "$jobs" || { echo "cannot create $jobs" >&2; exit %[1]d; }
 if ! mkdir "$d" 2>/dev/null; then
@@ -151,12 +152,12 @@ if ! mkdir "$d" 2>/dev/null; then
 	rm -f "$d/log" "$d/started" "$d/canceled"
 fi
 `, exitJobDir)
-	fmt.Fprintf(&b, "printf %%s %s > \"$d/run\" || exit %d\n", plan.ShellQuote(p.s.cfg.RunID), exitJobDir)
-	fmt.Fprintf(&b, "printf '%%s\\n' %s > \"$d/cmd.sh\" || exit %d\n", plan.ShellQuote(spec.Command), exitJobDir)
+	fmt.Fprintf(&b, "printf %%s %s > \"$d/run\" || exit %d\n", shellquote.Quote(p.s.cfg.RunID), exitJobDir)
+	fmt.Fprintf(&b, "printf '%%s\\n' %s > \"$d/cmd.sh\" || exit %d\n", shellquote.Quote(spec.Command), exitJobDir)
 	fmt.Fprintf(&b, "cd %s 2>/dev/null || { echo %s >&2; rm -rf \"$d\"; exit %d; }\n",
-		workdir, plan.ShellQuote("working directory "+spec.Workdir+" does not exist on the instance"), exitWorkdir)
+		workdir, shellquote.Quote("working directory "+spec.Workdir+" does not exist on the instance"), exitWorkdir)
 	fmt.Fprintf(&b, "command -v setsid >/dev/null 2>&1 || { echo 'setsid is not installed on the instance (util-linux)' >&2; rm -rf \"$d\"; exit %d; }\n", exitSetsid)
-	fmt.Fprintf(&b, "setsid sh -c %s taoflow-job \"$d\" < /dev/null > /dev/null 2>&1 &\n", plan.ShellQuote(supervisor))
+	fmt.Fprintf(&b, "setsid sh -c %s taoflow-job \"$d\" < /dev/null > /dev/null 2>&1 &\n", shellquote.Quote(supervisor))
 	fmt.Fprintf(&b, `i=0
 while [ ! -f "$d/pid" ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ -f "$d/pid" ] || { echo "the job did not start within 10s" >&2; exit %d; }
@@ -239,13 +240,13 @@ func (p *process) statusScript(probes []probe) string {
 	fi
 	printf '@status %%s\n' "$st"
 }
-`, plan.ShellQuote(jobsDir), logChunk, logChunk)
+`, shellquote.Quote(jobsDir), logChunk, logChunk)
 	for i, pr := range probes {
 		results := "''"
 		if pr.Results != "" {
 			results = shellPath(pr.Results)
 		}
-		fmt.Fprintf(&b, "tf_poll %d %s %d %s\n", i, plan.ShellQuote(pr.ID), pr.Offset, results)
+		fmt.Fprintf(&b, "tf_poll %d %s %d %s\n", i, shellquote.Quote(pr.ID), pr.Offset, results)
 	}
 	return b.String()
 }
@@ -354,7 +355,7 @@ func (p *process) cleanupScript(prefix, run string) string {
 	tf_term "$d"
 done
 tf_reap
-`, plan.ShellQuote(jobsDir), plan.ShellQuote(prefix), plan.ShellQuote(run))
+`, shellquote.Quote(jobsDir), shellquote.Quote(prefix), shellquote.Quote(run))
 	return b.String()
 }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -20,7 +20,7 @@ else
 	docker pull "$i" || exit
 fi
 docker image inspect --format '{{range .RepoDigests}}{{println "@digest" .}}{{end}}@id {{.Id}}' "$i"
-`, plan.ShellQuote(image))
+`, shellquote.Quote(image))
 }
 
 // pull makes sure the instance has with.image before a run pays for GPU

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
@@ -63,9 +64,9 @@ func syncScript(from string, dest s3Dest, excludes []string) string {
 	var b strings.Builder
 	b.WriteString(awsPrelude)
 	fmt.Fprintf(&b, "src=%s\n[ -d \"$src\" ] || exit %d\n", shellPath(from), exitNoSource)
-	fmt.Fprintf(&b, "aws s3 sync \"$src\" %s --no-progress --exclude %s", plan.ShellQuote(dest.URL()), manifestName)
+	fmt.Fprintf(&b, "aws s3 sync \"$src\" %s --no-progress --exclude %s", shellquote.Quote(dest.URL()), manifestName)
 	for _, p := range excludes {
-		fmt.Fprintf(&b, " --exclude %s", plan.ShellQuote(p))
+		fmt.Fprintf(&b, " --exclude %s", shellquote.Quote(p))
 	}
 	b.WriteString(dest.Opts + "\n")
 	return b.String()
@@ -81,15 +82,15 @@ func sourceScript(from string) string {
 func listScript(dest s3Dest) string {
 	prefix := ""
 	if dest.Prefix != "" {
-		prefix = " --prefix " + plan.ShellQuote(dest.Prefix)
+		prefix = " --prefix " + shellquote.Quote(dest.Prefix)
 	}
-	return awsPrelude + fmt.Sprintf("aws s3api list-objects-v2 --bucket %s%s --output json%s\n", plan.ShellQuote(dest.Bucket), prefix, dest.Opts)
+	return awsPrelude + fmt.Sprintf("aws s3api list-objects-v2 --bucket %s%s --output json%s\n", shellquote.Quote(dest.Bucket), prefix, dest.Opts)
 }
 
 // putScript writes the rest of stdin (after the secrets the prelude read)
 // to dest's manifest.
 func putScript(dest s3Dest) string {
-	return awsPrelude + fmt.Sprintf("aws s3 cp - %s --content-type application/json --only-show-errors%s\n", plan.ShellQuote(dest.URL()+manifestName), dest.Opts)
+	return awsPrelude + fmt.Sprintf("aws s3 cp - %s --content-type application/json --only-show-errors%s\n", shellquote.Quote(dest.URL()+manifestName), dest.Opts)
 }
 
 // s3Target reads the S3 destination of an upload-s3 step: the bucket and
@@ -107,7 +108,7 @@ func s3Target(w *plan.Value, to string) (s3Dest, []string, []*regexp.Regexp, err
 			return s3Dest{}, nil, nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q is not a valid value", o.key, v)}
 		}
 		if v != "" {
-			dest.Opts += " " + o.flag + " " + plan.ShellQuote(v)
+			dest.Opts += " " + o.flag + " " + shellquote.Quote(v)
 		}
 	}
 	excludes := withList(w, "exclude")

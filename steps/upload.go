@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/internal/shellquote"
 )
 
 // manifestName is the file upload-s3 writes next to the results it copied.
@@ -124,7 +124,7 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 		return s.fail(ClassUploadFailed, err, "manifest: %v", err)
 	}
 	body = append(s.redact.RedactBytes(body), '\n')
-	path := plan.ShellQuote(filepath.Join(dest, manifestName))
+	path := shellquote.Quote(filepath.Join(dest, manifestName))
 	res, err = s.exec(ctx, inst, fmt.Sprintf("cat > %[1]s.tmp && mv -f %[1]s.tmp %[1]s", path), body)
 	switch {
 	case ctx.Err() != nil:
@@ -155,7 +155,7 @@ s=$(tf_count "$src") || { echo "cannot list $src" >&2; exit %[6]d; }
 d=$(tf_count "$dst") || { echo "cannot list $dst" >&2; exit %[6]d; }
 echo "@src $s"
 echo "@dst $d"
-`, shellPath(from), plan.ShellQuote(dest), exitNoSource, exitCopy, manifestName, exitList)
+`, shellPath(from), shellquote.Quote(dest), exitNoSource, exitCopy, manifestName, exitList)
 }
 
 // parseCounts reads the @src and @dst lines of copyScript.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -91,7 +92,7 @@ func shellPath(p string) string {
 		if rest == "" {
 			return `"$HOME"`
 		}
-		return `"$HOME"/` + plan.ShellQuote(rest)
+		return `"$HOME"/` + shellquote.Quote(rest)
 	}
-	return plan.ShellQuote(p)
+	return shellquote.Quote(p)
 }

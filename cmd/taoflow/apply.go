@@ -129,6 +129,11 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	if err != nil {
 		return usageError(err)
 	}
+	if short := secrets.TooShort(); len(short) > 0 {
+		// Refused, not warned about: such a value cannot be redacted, so
+		// promise (2) could not be kept. Nothing has started yet.
+		return usageError(fmt.Errorf("secret %s is shorter than %d characters: taoflow redacts secrets from every output, log and state, and a value that short cannot be told from ordinary text, so it would be shown as it is; set the real secret (or, if the value is not secret, make it a var)", strings.Join(short, ", "), secret.MinRedactLen))
+	}
 	red := secrets.Redactor()
 	out := secret.NewWriter(sio.out, red)
 	defer out.Close()

@@ -108,7 +108,7 @@ steps:
         mkdir -p ~/results/${{ cell.id }}
         # The long cell trains until the test lets it end.
         if [ ${{ matrix.s }} = long ]; then while [ ! -e ~/go ]; do sleep 0.05; done; fi
-        echo "cell ${{ matrix.s }}, secret of ${#MY_SECRET} bytes" > ~/results/${{ cell.id }}/out.txt
+        echo "cell "${{ matrix.s }}", secret of ${#MY_SECRET} bytes" > ~/results/${{ cell.id }}/out.txt
   - id: wait
     uses: wait
     needs: [train]
@@ -330,7 +330,7 @@ steps:
     needs: [preflight]
     matrix: {code: [0, 7]}
     with:
-      command: echo ran >> ~/count-${{ cell.id }}; echo "exiting ${{ matrix.code }}"; exit ${{ matrix.code }}
+      command: echo ran >> ~/count-${{ cell.id }}; echo "exiting "${{ matrix.code }}; exit ${{ matrix.code }}
   - id: wait
     uses: wait
     needs: [train]

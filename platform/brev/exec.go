@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -185,7 +186,7 @@ func marker(nonce string) string { return "__TAOFLOW_RC_" + nonce + "=" }
 // then a newline, the marker and its exit code on a line of their own. The
 // remote shell then exits 0 (printf's status), whatever the script did.
 func wrapScript(script, nonce string) string {
-	return "sh -c " + platform.Quote(script) + `; rc=$?; printf '\n` + marker(nonce) + `%d\n' "$rc"`
+	return "sh -c " + shellquote.Quote(script) + `; rc=$?; printf '\n` + marker(nonce) + `%d\n' "$rc"`
 }
 
 // parseExecOutput takes the script's output and exit code out of what brev

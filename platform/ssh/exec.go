@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -278,7 +279,7 @@ exit "$rc"`
 // remoteCommand is what ssh asks the remote login shell to run.
 func remoteCommand(nonce, script string) string {
 	w := strings.NewReplacer("NONCE", nonce, "PREFIX", markerPrefix(nonce)).Replace(wrapper)
-	return "exec /bin/sh -c " + platform.Quote(w) + " sh " + platform.Quote(script)
+	return "exec /bin/sh -c " + shellquote.Quote(w) + " sh " + shellquote.Quote(script)
 }
 
 // killLoop kills each "nonce:pid" session: it takes the wrapper's file
@@ -308,7 +309,7 @@ func killCommand(targets []killTarget) string {
 		words[i] = t.nonce + ":" + strconv.Itoa(t.pid)
 	}
 	k := strings.Replace(killLoop, "TARGETS", strings.Join(words, " "), 1)
-	return "exec /bin/sh -c " + platform.Quote(k)
+	return "exec /bin/sh -c " + shellquote.Quote(k)
 }
 
 // exitCode reports a process's status as a shell would: the exit status, or

@@ -1,0 +1,489 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// A ${{ }} value in a run step's command is substituted as one single-quoted
+// shell word (shellquote.Quote). That keeps it one word only where the shell
+// reads a bare word: inside quotes, a heredoc, a comment, an arithmetic or
+// ${…} expansion, after a backslash, or in the script string of sh -c or
+// eval, the value's own quotes end the string it sits in and the rest runs
+// as code. So validate parses each command with a real shell parser
+// (mvdan.cc/sh) and refuses an expression in any of those places, with the
+// safe form. The expressions are masked with letters of the same length
+// before parsing, so the parser's offsets are the template's offsets.
+
+// shellProblem is one finding in a shell command, at a byte offset of the
+// command's text.
+type shellProblem struct {
+	Offset  int
+	Msg     string
+	Warning bool
+}
+
+// span is where an expression stands in a command's text.
+type span struct {
+	lo, hi int
+	ns     string
+}
+
+// maskExprs returns text with every expression (at the offsets of refs)
+// replaced by as many X as it has bytes, and each expression's span.
+func maskExprs(text string, refs []Ref) (string, []span) {
+	b := []byte(text)
+	spans := make([]span, 0, len(refs))
+	for _, r := range refs {
+		end := strings.Index(text[r.Offset:], "}}")
+		if end < 0 {
+			continue
+		}
+		end += r.Offset + 2
+		for i := r.Offset; i < end; i++ {
+			b[i] = 'X'
+		}
+		spans = append(spans, span{r.Offset, end, r.NS})
+	}
+	return string(b), spans
+}
+
+func parseShell(text string, lang syntax.LangVariant) (*syntax.File, error) {
+	return syntax.NewParser(syntax.Variant(lang), syntax.KeepComments(true)).Parse(strings.NewReader(text), "")
+}
+
+// shellErrorOffset returns the byte offset and message of a parser error.
+func shellErrorOffset(err error) (int, string) {
+	var pe syntax.ParseError
+	if errors.As(err, &pe) {
+		return int(pe.Pos.Offset()), pe.Text
+	}
+	var le syntax.LangError
+	if errors.As(err, &le) {
+		return int(le.Pos.Offset()), le.Error()
+	}
+	return 0, err.Error()
+}
+
+// checkShellPlacement finds expressions of a shell command that would not
+// arrive as one word.
+func checkShellPlacement(text string, refs []Ref) []shellProblem {
+	masked, spans := maskExprs(text, refs)
+	f, err := parseShell(masked, syntax.LangBash)
+	if err != nil {
+		off, msg := shellErrorOffset(err)
+		if off > len(text) {
+			off = 0
+		}
+		if len(spans) == 0 {
+			return []shellProblem{{Offset: off, Warning: true,
+				Msg: "the command is not valid shell (" + msg + "): the instance's sh will refuse it"}}
+		}
+		return []shellProblem{{Offset: off,
+			Msg: "the command is not valid shell (" + msg + "), so taoflow cannot tell where its ${{ }} values stand; fix the shell syntax"}}
+	}
+	chains := make([][]syntax.Node, len(spans))
+	var stack []syntax.Node
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		stack = append(stack, n)
+		switch n.(type) {
+		case *syntax.Lit, *syntax.SglQuoted, *syntax.Comment:
+			lo, hi := int(n.Pos().Offset()), int(n.End().Offset())
+			for i, sp := range spans {
+				if chains[i] == nil && sp.lo >= lo && sp.lo < hi {
+					chains[i] = append([]syntax.Node(nil), stack...)
+				}
+			}
+		}
+		return true
+	})
+	var out []shellProblem
+	for i, sp := range spans {
+		if safeWordNS(sp.ns) {
+			continue
+		}
+		expr := text[sp.lo:sp.hi]
+		if msg := placement(masked, sp.lo, chains[i], expr); msg != "" {
+			out = append(out, shellProblem{Offset: sp.lo, Msg: msg})
+		}
+	}
+	return out
+}
+
+// safeWordNS reports whether every value of a namespace is made only of
+// characters that no shell treats specially, and so reads the same in any
+// shell context: cell.id and cell.index (sanitised), run.id (the plan name,
+// a time and hex digits) and instance.name (lower-case letters, digits, -).
+func safeWordNS(ns string) bool {
+	return ns == NSCell || ns == NSRun || ns == NSInstance
+}
+
+// placement says why the expression at off, whose enclosing nodes are
+// chain (outermost first, a leaf last), would not arrive as one word; ""
+// when it does.
+func placement(masked string, off int, chain []syntax.Node, expr string) string {
+	if len(chain) == 0 {
+		return expr + " stands where taoflow cannot tell how the shell reads it; put it outside quotes as a word of its own"
+	}
+	leaf := chain[len(chain)-1]
+	switch leaf.(type) {
+	case *syntax.Comment:
+		return expr + " is inside a shell comment: a value holding a newline would end the comment and run the rest; remove it from the comment"
+	case *syntax.SglQuoted:
+		return expr + " is inside single quotes: its value is pasted in as a quoted word, so a value holding ' ends the quotes and the rest runs as shell code; end the quotes before it and reopen them after, e.g. 'name='" + expr + "' …' (still one word; for sh -c scripts pass it as a positional parameter: sh -c 'train --lr \"$1\"' _ " + expr + ")"
+	}
+	// Walk outwards from the leaf until a $( ) starts a fresh shell.
+	for i := len(chain) - 2; i >= 0; i-- {
+		switch n := chain[i].(type) {
+		case *syntax.DblQuoted:
+			return expr + " is inside double quotes: its value is pasted in as a single-quoted word, so a value holding \" ends the quotes and the rest runs as shell code; end the quotes before it and reopen them after, e.g. \"lr=\"" + expr + "\" …\" (still one word)"
+		case *syntax.Redirect:
+			if n.Hdoc != nil && i+1 < len(chain) && chain[i+1] == syntax.Node(n.Hdoc) {
+				return expr + " is inside a heredoc, where quotes are not read: a value holding $(…) or ` would run; set a variable before it (v=" + expr + ") and write $v in the heredoc"
+			}
+			if n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc {
+				return expr + " is a heredoc's delimiter; write the delimiter literally"
+			}
+		case *syntax.Assign:
+			if n.Name != nil && chain[i+1] == syntax.Node(n.Name) {
+				return expr + " names a variable: the shell reads a name there, not a word; write the name literally"
+			}
+		case *syntax.FuncDecl:
+			if chain[i+1] == syntax.Node(n.Name) {
+				return expr + " names a function; write the name literally"
+			}
+		case *syntax.WordIter:
+			if chain[i+1] == syntax.Node(n.Name) {
+				return expr + " names the loop variable; write the name literally"
+			}
+		case *syntax.ParamExp:
+			return expr + " is part of a $ expansion (${…} or right after $): the shell would not read it as one word; set a variable first (v=" + expr + ") and expand $v"
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop,
+			*syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.ParenArithm:
+			return expr + " is inside arithmetic, which evaluates its text as an expression (bash runs $(…) found in array subscripts); pass the value as a word, e.g. n=" + expr + " before it"
+		case *syntax.ExtGlob:
+			return expr + " is inside an extended glob pattern, where quotes are not read; set a variable first (v=" + expr + ")"
+		case *syntax.CmdSubst:
+			if n.Backquotes {
+				return expr + " is inside backquotes `…`, which remove backslashes before the inner shell reads the text; use $( … ) instead"
+			}
+			return scriptArg(chain[i+1:], expr)
+		case *syntax.ProcSubst:
+			return scriptArg(chain[i+1:], expr)
+		}
+	}
+	if msg := scriptArg(chain, expr); msg != "" {
+		return msg
+	}
+	// A backslash right before it escapes the quote that starts the value.
+	if lit, ok := leaf.(*syntax.Lit); ok {
+		n := 0
+		for j := off - 1; j >= int(lit.Pos().Offset()) && masked[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 1 {
+			return "a backslash right before " + expr + " escapes the quote that starts its value, so the rest of the value runs as shell code; remove the backslash"
+		}
+	}
+	return ""
+}
+
+// scriptArg reports an expression that is (part of) the shell code handed
+// to sh -c, bash -c, su -c or eval: the nearest command word around it in
+// chain.
+func scriptArg(chain []syntax.Node, expr string) string {
+	for i := len(chain) - 2; i >= 0; i-- {
+		call, ok := chain[i].(*syntax.CallExpr)
+		if !ok {
+			continue
+		}
+		w, ok := chain[i+1].(*syntax.Word)
+		if !ok {
+			return ""
+		}
+		for _, k := range codeArgs(call.Args) {
+			if call.Args[k] == w {
+				name := commandName(call.Args[codeCommand(call.Args, k)])
+				return expr + " is part of the script that " + name + " runs as shell code, where a value is code, not a word; pass it as a positional parameter instead: sh -c 'train --lr \"$1\"' _ " + expr
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true}
+
+// codeArgs returns the indexes of the words of a simple command that a
+// shell runs as code: the script after -c of sh/bash/… or $SHELL (wherever
+// the shell appears among the words: env sh -c, docker run image sh -c,
+// xargs sh -c), the command after su -c, every word after eval, trap's
+// action. (Other programs that run a word as code — ssh HOST CMD, a word
+// piped into sh, python -c — are not recognised.)
+func codeArgs(args []*syntax.Word) []int {
+	var out []int
+	for i := 0; i < len(args); i++ {
+		name := commandName(args[i])
+		switch {
+		case name == "trap":
+			// trap CODE SIGNAL…: the first word that is not an option.
+			for j := i + 1; j < len(args); j++ {
+				if a := args[j].Lit(); a == "--" || strings.HasPrefix(a, "-") && a != "-" {
+					continue
+				}
+				out = append(out, j)
+				break
+			}
+			return out
+		case name == "eval":
+			for j := i + 1; j < len(args); j++ {
+				out = append(out, j)
+			}
+			return out
+		case name == "su":
+			for j := i + 1; j+1 < len(args); j++ {
+				if a := args[j].Lit(); a == "-c" || a == "--command" {
+					out = append(out, j+1)
+				}
+			}
+		case shells[name]:
+			hasC := false
+			j := i + 1
+			for ; j < len(args); j++ {
+				a := args[j].Lit()
+				if a == "--" {
+					j++
+					break
+				}
+				if len(a) < 2 || (a[0] != '-' && a[0] != '+') {
+					break
+				}
+				if strings.HasPrefix(a, "--") {
+					continue
+				}
+				if a[0] == '-' && strings.ContainsRune(a, 'c') {
+					hasC = true
+				}
+				if a[1:] == "o" && j+1 < len(args) {
+					j++ // -o option
+				}
+			}
+			if hasC && j < len(args) {
+				out = append(out, j)
+			}
+		}
+	}
+	return out
+}
+
+// commandName is the name a word runs as a command: the base name of a
+// literal path, or sh for $SHELL and $BASH.
+func commandName(w *syntax.Word) string {
+	parts := w.Parts
+	if len(parts) == 1 {
+		if dq, ok := parts[0].(*syntax.DblQuoted); ok {
+			parts = dq.Parts
+		}
+	}
+	if len(parts) == 1 {
+		if pe, ok := parts[0].(*syntax.ParamExp); ok && pe.Param != nil && (pe.Param.Value == "SHELL" || pe.Param.Value == "BASH") {
+			return "sh"
+		}
+	}
+	return path.Base(w.Lit())
+}
+
+// codeCommand returns the index of the shell, su or eval word that runs
+// word k as code.
+func codeCommand(args []*syntax.Word, k int) int {
+	for i := k - 1; i >= 0; i-- {
+		name := commandName(args[i])
+		if shells[name] || name == "su" || name == "eval" || name == "trap" {
+			return i
+		}
+	}
+	return 0
+}
+
+// CheckContainerArgv checks a container's command: text that the
+// instance's shell splits into the container's arguments after `docker run
+// … image`. That shell must do nothing but split words: no command
+// separators, redirections or subshells (they would run on the instance,
+// not in the container), no $ or ` expansion (it would expand the
+// instance's variables, secrets included, onto docker's command line), no
+// leading ~ or #, and no backslash-escaped metacharacter (\; \| \$ …: shell
+// code dressed as data, which an entrypoint that runs its arguments
+// through a shell runs; quote text that is meant as text). Quotes and
+// backslashes before other characters work as in sh; globbing is off
+// where it runs (set -f). The command is read with the same shell parser
+// as validate's expression check.
+func CheckContainerArgv(cmd string) error {
+	if p := argvProblem(cmd); p != nil {
+		return errors.New(p.Msg)
+	}
+	return nil
+}
+
+// argvProblem finds the first thing in a container command that is more
+// than words, at a byte offset of cmd.
+func argvProblem(cmd string) *shellProblem {
+	const lead = "docker run " // the command's words follow docker's
+	n := len(lead)
+	if t := strings.TrimRight(cmd, "\\"); (len(cmd)-len(t))%2 == 1 {
+		return &shellProblem{Offset: len(cmd) - 1, Msg: "a trailing backslash"}
+	}
+	f, err := parseShell(lead+cmd, syntax.LangPOSIX)
+	if err != nil {
+		off, msg := shellErrorOffset(err)
+		if strings.Contains(msg, "closing quote") {
+			msg = "a quote is not closed"
+		}
+		if o := off - n; o >= 0 && o < len(cmd) && strings.IndexByte(";&|<>()", cmd[o]) >= 0 {
+			return argvSyntax(cmd, o)
+		}
+		return &shellProblem{Offset: min(max(off-n, 0), len(cmd)), Msg: msg}
+	}
+	at := func(off int) *shellProblem {
+		off = min(max(off-n, 0), max(len(cmd)-1, 0))
+		return argvSyntax(cmd, off)
+	}
+	comment := func(off int) *shellProblem {
+		return &shellProblem{Offset: max(off-n, 0), Msg: "a word starting with '#' is a comment to the instance's shell; quote it"}
+	}
+	if len(f.Stmts) == 0 {
+		if len(f.Last) > 0 {
+			return comment(int(f.Last[0].Hash.Offset()))
+		}
+		return nil
+	}
+	if len(f.Stmts) > 1 {
+		if st := f.Stmts[0]; st.Semicolon.IsValid() {
+			return at(int(st.Semicolon.Offset()))
+		}
+		// The separator is the last non-blank before the second command.
+		i := int(f.Stmts[1].Pos().Offset()) - 1
+		for i > n && ((lead + cmd)[i] == ' ' || (lead + cmd)[i] == '\t') {
+			i--
+		}
+		return at(i)
+	}
+	st := f.Stmts[0]
+	switch {
+	case len(st.Comments) > 0:
+		return comment(int(st.Comments[0].Hash.Offset()))
+	case len(f.Last) > 0:
+		return comment(int(f.Last[0].Hash.Offset()))
+	case st.Semicolon.IsValid():
+		return at(int(st.Semicolon.Offset()))
+	case st.Background || st.Coprocess:
+		return at(int(st.End().Offset()) - 1)
+	case len(st.Redirs) > 0:
+		return at(int(st.Redirs[0].OpPos.Offset()))
+	}
+	var call *syntax.CallExpr
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		call = c
+	case *syntax.BinaryCmd:
+		return at(int(c.OpPos.Offset()))
+	default:
+		return at(int(st.Cmd.Pos().Offset()))
+	}
+	for k, w := range call.Args {
+		if k == 0 {
+			continue // the lead
+		}
+		for j, part := range w.Parts {
+			if p := argvPart(part, j == 0, n, at); p != nil {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+func argvPart(part syntax.WordPart, first bool, n int, at func(int) *shellProblem) *shellProblem {
+	off := int(part.Pos().Offset())
+	switch p := part.(type) {
+	case *syntax.SglQuoted:
+		if p.Dollar {
+			return at(off)
+		}
+		return nil
+	case *syntax.Lit:
+		if first && strings.HasPrefix(p.Value, "~") {
+			return &shellProblem{Offset: off - n, Msg: "a word starting with '~' means the instance's home to its shell; quote it"}
+		}
+		if e := escapedMeta(p.Value, off-n); e != nil {
+			return e
+		}
+		if i := unescaped(p.Value, '$'); i >= 0 {
+			return at(off + i)
+		}
+		return nil
+	case *syntax.DblQuoted:
+		if p.Dollar {
+			return at(off)
+		}
+		for _, q := range p.Parts {
+			lit, ok := q.(*syntax.Lit)
+			if !ok {
+				c := "$"
+				if cs, ok := q.(*syntax.CmdSubst); ok && cs.Backquotes {
+					c = "`"
+				}
+				return &shellProblem{Offset: int(q.Pos().Offset()) - n, Msg: fmt.Sprintf("'%s' inside double quotes would be expanded by the instance's shell; use single quotes", c)}
+			}
+			if e := escapedMeta(lit.Value, int(lit.Pos().Offset())-n); e != nil {
+				return e
+			}
+		}
+		return nil
+	}
+	return at(off)
+}
+
+func argvSyntax(cmd string, off int) *shellProblem {
+	c := byte(' ')
+	if off < len(cmd) {
+		c = cmd[off]
+	}
+	return &shellProblem{Offset: off, Msg: fmt.Sprintf("%q is shell syntax, which would run on the instance, not in the container: the command is split into the container's arguments; quote it, or, in an image that has a shell, run sh -c 'train --lr \"$1\"' _ ${{ matrix.lr }} (values as positional parameters)", c)}
+}
+
+// unescaped returns the index of the first c in lit not after a backslash,
+// or -1.
+func unescaped(lit string, c byte) int {
+	for i := 0; i < len(lit); i++ {
+		switch lit[i] {
+		case '\\':
+			i++
+		case c:
+			return i
+		}
+	}
+	return -1
+}
+
+// escapedMeta refuses a backslash before a shell metacharacter in a literal.
+func escapedMeta(lit string, off int) *shellProblem {
+	for i := 0; i+1 < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
+		}
+		c := lit[i+1]
+		if strings.IndexByte(";&|<>()$`\n", c) >= 0 {
+			return &shellProblem{Offset: off + i, Msg: fmt.Sprintf("an escaped %q in a container's command is shell syntax dressed as text: an entrypoint that runs its arguments through a shell would run it; write text in single quotes", c)}
+		}
+		i++
+	}
+	return nil
+}
