@@ -453,20 +453,28 @@ func (c *checker) offsetPos(v *Value, off int) Pos {
 	if col >= len(line) {
 		return p
 	}
-	if !strings.ContainsRune(v.Text, '\n') {
-		// Quoted scalars start one column after their quote.
-		if line[col] == '"' || line[col] == '\'' {
-			p.Col++
-		}
-		p.Col += utf8.RuneCountInString(v.Text[:off])
+	block := line[col] == '|' || line[col] == '>'
+	start := col
+	if line[col] == '"' || line[col] == '\'' {
+		start++ // quoted scalars start one column after their quote
+	}
+	if !block && strings.HasPrefix(string(line[start:]), v.Text[:off]) {
+		p.Col = start + 1 + utf8.RuneCountInString(v.Text[:off])
 		return p
 	}
-	return c.multilinePos(v, off, line[col])
+	// A block scalar, a scalar over several lines, or escapes before off.
+	if q, ok := c.multilinePos(v, off, line[col]); ok {
+		return q
+	}
+	if !block && !strings.ContainsRune(v.Text, '\n') {
+		p.Col = start + 1 + utf8.RuneCountInString(v.Text[:off]) // about there
+	}
+	return p
 }
 
 // multilinePos finds the source line that holds byte off of a multi-line
 // scalar by looking for each source line's text in the value, in order.
-func (c *checker) multilinePos(v *Value, off int, first rune) Pos {
+func (c *checker) multilinePos(v *Value, off int, first rune) (Pos, bool) {
 	start := v.Pos.Line // the first source line holding text
 	firstCol := v.Pos.Col - 1
 	switch first {
@@ -500,11 +508,11 @@ func (c *checker) multilinePos(v *Value, off int, first rune) Pos {
 		}
 		lo, hi := cursor+i, cursor+i+len(text)
 		if off >= lo && off < hi {
-			return Pos{File: v.Pos.File, Line: ln, Col: utf8.RuneCountInString(raw[:indent]) + 1 + utf8.RuneCountInString(v.Text[lo:off])}
+			return Pos{File: v.Pos.File, Line: ln, Col: utf8.RuneCountInString(raw[:indent]) + 1 + utf8.RuneCountInString(v.Text[lo:off])}, true
 		}
 		cursor = hi
 	}
-	return v.Pos
+	return v.Pos, false
 }
 
 func (c *checker) template(v *Value, s *Step) {

@@ -168,7 +168,7 @@ func placement(masked string, off int, chain []syntax.Node, expr string) string 
 			return expr + " is part of a $ expansion (${…} or right after $): the shell would not read it as one word; set a variable first (v=" + expr + ") and expand $v"
 		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop,
 			*syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.ParenArithm:
-			return expr + " is inside arithmetic, which evaluates its text as an expression (bash runs $(…) found in array subscripts); pass the value as a word, e.g. n=" + expr + " before it"
+			return expr + " is inside arithmetic, which evaluates its text as an expression (bash runs $(…) found in an array subscript, even through a variable); check the value is a number first: n=" + expr + "; case $n in ''|*[!0-9]*) exit 2;; esac; then use $((n))"
 		case *syntax.ExtGlob:
 			return expr + " is inside an extended glob pattern, where quotes are not read; set a variable first (v=" + expr + ")"
 		case *syntax.CmdSubst:
