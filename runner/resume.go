@@ -32,7 +32,7 @@ func LoadResumed(ctx context.Context, dir, id string) (*Resumed, error) {
 	defer store.Close()
 	r, err := FindRun(ctx, store, id)
 	if err != nil {
-		return nil, refused(err)
+		return nil, err
 	}
 	if ApplyAlive(r) {
 		return nil, refused(fmt.Errorf("run %s is still running (apply pid %d); it can't be resumed twice (taoflow cancel %s stops it)", r.ID, r.PID, r.ID))
@@ -63,6 +63,28 @@ func (r *Resumed) VarFlags() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// CheckVars accepts --var values that equal those the run started with,
+// so that the command line that started it, with --resume appended, resumes
+// it. A var it differs on, or one the run does not have, is refused, naming
+// the var and both values.
+func (r *Resumed) CheckVars(flags map[string]string) error {
+	names := make([]string, 0, len(flags))
+	for k := range flags {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		was, ok := r.Run.Vars[k]
+		switch {
+		case !ok:
+			return refused(fmt.Errorf("--var %s: run %s has no var %s; a resumed run keeps the vars it started with", k, r.Run.ID, k))
+		case was != flags[k]:
+			return refused(fmt.Errorf("--var %s=%q differs from the value run %s started with (%s=%q); a resumed run keeps its vars: drop the --var, or start a new run", k, flags[k], r.Run.ID, k, was))
+		}
+	}
+	return nil
 }
 
 // done returns the nodes that succeeded, with the instance each ran on.

@@ -31,12 +31,14 @@ func NewRunID(name string) string {
 	return fmt.Sprintf("%s-%s-%s", name, time.Now().UTC().Format("0102-150405"), hex.EncodeToString(b))
 }
 
-// FindRun resolves a run id, a unique prefix of one, or "latest".
+// FindRun resolves a run id, a unique prefix of one, or "latest". A run
+// the state does not know is a *RefusedError naming it and listing the
+// runs it does know; other errors are the store's.
 func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, error) {
 	if id == "latest" {
 		r, err := store.LatestRun(ctx)
 		if errors.Is(err, state.ErrNotFound) {
-			return r, errors.New("there are no runs in the state yet")
+			return r, refused(errors.New("there are no runs in the state yet"))
 		}
 		return r, err
 	}
@@ -57,13 +59,30 @@ func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, err
 	case 1:
 		return match[0], nil
 	case 0:
-		return state.Run{}, fmt.Errorf("no run %q in the state (taoflow status lists them)", id)
+		return state.Run{}, UnknownRun(id, runs)
 	}
 	var ids []string
 	for _, r := range match {
 		ids = append(ids, r.ID)
 	}
-	return state.Run{}, fmt.Errorf("%q matches several runs: %s", id, strings.Join(ids, ", "))
+	return state.Run{}, refused(fmt.Errorf("%q matches several runs: %s", id, strings.Join(ids, ", ")))
+}
+
+// UnknownRun is the error for a run id that none of runs (newest first)
+// has: it names the id and lists the known runs, the newest ten.
+func UnknownRun(id string, runs []state.Run) error {
+	if len(runs) == 0 {
+		return refused(fmt.Errorf("no run %q: the state holds no runs", id))
+	}
+	var ids []string
+	for i, r := range runs {
+		if i == 10 {
+			ids = append(ids, fmt.Sprintf("… %d more (taoflow status lists them)", len(runs)-10))
+			break
+		}
+		ids = append(ids, r.ID)
+	}
+	return refused(fmt.Errorf("no run %q in the state; its runs: %s", id, strings.Join(ids, ", ")))
 }
 
 // ApplyAlive reports whether the apply that owns run still runs on this host.

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
 )
@@ -47,11 +48,14 @@ what teardown is still doing. Three times: abandon teardown (exit 3) and
 print the 'taoflow destroy' command that finishes it.
 
 Output: --output auto shows a live table on a terminal and timestamped lines
-otherwise; plain forces the lines; json prints one event per line.
+otherwise; plain forces the lines; json (also --json, -o json) prints one
+event per line, the run's outcome and exit code last (docs/json.md).
 
 --resume [RUN] continues a run whose apply died (kill -9, power loss, a
 closed laptop) or ended: the plan file must be the same (its hash is
-checked) and the run keeps its vars. Nodes that succeeded are kept, jobs
+checked) and the run keeps its vars (--var flags are accepted when they
+equal them, so the command line that started the run works with --resume
+appended; a differing value is refused). Nodes that succeeded are kept, jobs
 that still run (or ended) are adopted rather than launched again, instances
 the run created and that still exist are used again, and the rest runs.
 Without RUN, the latest run. Give it as --resume=RUN or after the plan.
@@ -83,6 +87,10 @@ the names and the command that removes them are printed); 130 interrupted
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 2 {
+				// apply PLAN --resume RUN, or apply --resume RUN PLAN.
+				if !isFile(args[0]) && isFile(args[1]) {
+					args[0], args[1] = args[1], args[0]
+				}
 				f.resume = args[1]
 			}
 			return apply(cmd.Context(), sio, g, args[0], f)
@@ -90,7 +98,8 @@ the names and the command that removes them are printed); 130 interrupted
 	}
 	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
 	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "most nodes running at once (0: no limit beyond slots)")
-	cmd.Flags().StringVar(&f.output, "output", "auto", "output: `auto`, plain or json")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "auto", "output: `auto`, plain or json")
+	cmd.Flags().Bool("json", false, "print one JSON event per line (--output json)")
 	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
 	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest run) instead of starting a new one")
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
@@ -99,6 +108,11 @@ the names and the command that removes them are printed); 130 interrupted
 	})
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"auto", "plain", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+func isFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func apply(parent context.Context, sio stdio, g *globals, path string, f *applyFlags) error {
@@ -112,11 +126,14 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	}
 	var prior *runner.Resumed
 	if f.resume != "" {
-		if len(f.vars) > 0 {
-			return usageError(fmt.Errorf("--var can't be given with --resume: a resumed run keeps the vars it started with"))
+		given, err := plan.ParseVarFlags(f.vars)
+		if err != nil {
+			return usageError(err)
 		}
-		var err error
 		if prior, err = runner.LoadResumed(parent, g.stateDir, f.resume); err != nil {
+			return err
+		}
+		if err := prior.CheckVars(given); err != nil {
 			return err
 		}
 		f.vars = prior.VarFlags()

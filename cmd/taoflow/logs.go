@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -26,19 +25,19 @@ with the node. -f follows the log until the node (or the whole run) ends.
 RUN is an id, a unique prefix of one, or "latest".`,
 		Example: `  taoflow logs latest
   taoflow logs latest 'train[lr=0.01,batch=16]' -f`,
-		Args:              cobra.RangeArgs(1, 2),
+		Args:              argsRange(1, 2),
 		ValidArgsFunction: runCompletion(g, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			run, err := findRun(ctx, g.stateDir, args[0])
+			if err != nil {
+				return err
+			}
 			store, err := state.OpenReadOnly(g.stateDir)
 			if err != nil {
-				return usageError(err)
+				return err
 			}
 			defer store.Close()
-			run, err := runner.FindRun(ctx, store, args[0])
-			if err != nil {
-				return usageError(err)
-			}
 			nodes := []string{}
 			if len(args) == 2 {
 				if _, err := store.Node(ctx, run.ID, args[1]); err != nil {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,8 +47,33 @@ func TestScripts(t *testing.T) {
 			"sleep":    cmdSleep,
 			"waitnode": cmdWaitNode,
 			"waitlog":  cmdWaitLog,
+			"exitcode": cmdExitCode,
 		},
 	})
+}
+
+// exitcode N PROGRAM [ARGS...]: run PROGRAM as exec does (its stdout and
+// stderr are then checked by stdout/stderr) and want exit status N. It pins
+// the code of the exit-code table where `! exec` takes any failure.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %q is not a number", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
 }
 
 // waitfile PATH [SECONDS]: wait until PATH exists (default 30s).

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -30,13 +31,20 @@ progress. --json prints the same as one JSON object for scripts.`,
 		Example: `  taoflow status
   taoflow status latest
   taoflow status quickstart-1203 --json | jq '.nodes[] | select(.state=="failed")'`,
-		Args:              cobra.MaximumNArgs(1),
+		Args:              argsRange(0, 1),
 		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			store, err := state.OpenReadOnly(g.stateDir)
+			store, err := openState(g.stateDir)
 			if err != nil {
-				return usageError(err)
+				return err
+			}
+			if store == nil {
+				// No state yet: no runs, not an error (DESIGN §2).
+				if len(args) == 1 {
+					return runner.UnknownRun(args[0], nil)
+				}
+				return listRuns(ctx, sio.out, nil, asJSON)
 			}
 			defer store.Close()
 			if len(args) == 0 {
@@ -44,7 +52,7 @@ progress. --json prints the same as one JSON object for scripts.`,
 			}
 			run, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
-				return usageError(err)
+				return err
 			}
 			return showRun(ctx, sio.out, store, run, asJSON)
 		},
@@ -60,10 +68,38 @@ type runJSON struct {
 	Resources []state.Resource `json:"resources,omitempty"`
 }
 
-func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool) error {
-	runs, err := store.Runs(ctx)
+// openState opens the state in dir for reading; a dir with no state gives
+// a nil store and no error.
+func openState(dir string) (*state.Store, error) {
+	store, err := state.OpenReadOnly(dir)
+	if errors.Is(err, state.ErrNoState) {
+		return nil, nil
+	}
+	return store, err
+}
+
+// findRun resolves id in the state in dir, opened for reading: a dir with
+// no state knows no run.
+func findRun(ctx context.Context, dir, id string) (state.Run, error) {
+	store, err := openState(dir)
 	if err != nil {
-		return err
+		return state.Run{}, err
+	}
+	if store == nil {
+		return state.Run{}, runner.UnknownRun(id, nil)
+	}
+	defer store.Close()
+	return runner.FindRun(ctx, store, id)
+}
+
+// listRuns lists the runs of store (nil: there is no state).
+func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool) error {
+	var runs []state.Run
+	if store != nil {
+		var err error
+		if runs, err = store.Runs(ctx); err != nil {
+			return err
+		}
 	}
 	if asJSON {
 		out := []runJSON{}
@@ -73,7 +109,7 @@ func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool)
 		return writeJSON(w, out)
 	}
 	if len(runs) == 0 {
-		fmt.Fprintln(w, "no runs yet")
+		fmt.Fprintln(w, "no runs")
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
