@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -95,4 +96,22 @@ func ApplyAlive(r state.Run) bool {
 		return false
 	}
 	return syscall.Kill(r.PID, 0) == nil
+}
+
+// ApplyGone reports whether the state says run is running while its apply
+// is not: it died (kill -9, a crash, a closed laptop) on this host. The run
+// then waits for `taoflow apply PLAN --resume RUN` or `taoflow destroy RUN`.
+// An apply on another host can't be checked from here: not gone.
+func ApplyGone(r state.Run) bool {
+	host, _ := os.Hostname()
+	if r.State != state.RunRunning || r.Host != host || r.PID <= 0 || r.PID == os.Getpid() {
+		return false
+	}
+	return syscall.Kill(r.PID, 0) != nil
+}
+
+// NextSteps are the commands that go on from a run whose apply is gone:
+// resume it, or tear down what it left.
+func NextSteps(r state.Run) []string {
+	return []string{"taoflow apply " + plan.ShellQuote(r.PlanFile) + " --resume " + r.ID, "taoflow destroy " + r.ID}
 }

@@ -158,14 +158,9 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return err
 	}
 	defer a.Close()
-	view, closeView := newView(f.output, out, sio.out, a.Graph)
-	if f.output != "json" {
-		if prior != nil {
-			fmt.Fprintf(errOut, "taoflow: resuming run %s (%d of %d nodes succeeded before; %d instances); state in %s\n", a.ID, len(a.Done), len(a.Graph.Nodes), len(p.Instances), g.stateDir)
-		} else {
-			fmt.Fprintf(errOut, "taoflow: run %s (%d nodes on %d instances); state in %s\n", a.ID, len(a.Graph.Nodes), len(p.Instances), g.stateDir)
-		}
-	}
+	view := newView(f.output, out, errOut, sio.out, a.ID, a.Graph)
+	view.Start(applyStart{RunID: a.ID, Plan: path, Resumed: prior != nil, DoneBefore: len(a.Done), Nodes: len(a.Graph.Nodes),
+		Instances: len(p.Instances), StateDir: g.stateDir})
 
 	runCtx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
@@ -174,74 +169,49 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 
 	sum, err := a.Run(runCtx, view)
 	if err != nil {
-		closeView()
+		view.Close()
 		return err
 	}
 	runState, verdict := runner.Verdict(sum)
 	code := exitCodes[runState]
-	err = a.Finish(runState, code, verdict)
-	closeView()
+	outcome, err := a.Finish(sum, runState, code, verdict)
+	view.Close()
 	if err != nil {
 		fmt.Fprintf(errOut, "taoflow: could not record the end of the run: %v\n", err)
 	}
-	if f.output != "json" {
-		for _, k := range a.Kept() {
-			fmt.Fprintf(errOut, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, a.ID)
-		}
-		printOutcome(errOut, a.ID, a.Graph, sum, verdict)
-	}
-	if n := a.StateErrors(); n > 0 {
-		fmt.Fprintf(errOut, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", n, a.ID)
-	}
+	view.Outcome(outcome)
 	if code == exitOK {
 		return nil
 	}
 	return silent(code)
 }
 
-func printOutcome(w io.Writer, runID string, g *engine.Graph, s engine.Summary, verdict string) {
-	for _, n := range g.Nodes {
-		st := s.States[n.ID]
-		if st == engine.Failed || st == engine.TimedOut {
-			fmt.Fprintf(w, "taoflow: %s %s: %s\n", n.ID, st, s.Messages[n.ID])
-		}
-	}
-	for _, name := range s.Stopped {
-		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them\n", name)
-	}
-	if len(s.Left) > 0 {
-		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(s.Left, ", "))
-		fmt.Fprintf(w, "taoflow: remove them with: taoflow destroy %s --yes\n", runID)
-	}
-	fmt.Fprintf(w, "taoflow: run %s %s\n", runID, verdict)
-}
-
-// newView picks the view: w is the (redacting) writer to print to, raw the
-// underlying stdout, checked for a terminal.
-func newView(output string, w, raw io.Writer, g *engine.Graph) (engine.Observer, func()) {
+// newView picks apply's view: out and errOut are the (redacting) writers
+// to print to, raw the underlying stdout, checked for a terminal.
+func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, g *engine.Graph) applyView {
 	switch output {
 	case "json":
-		return newJSONView(w), func() {}
+		return newJSONView(out, runID)
 	case "auto":
 		if f, ok := raw.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
-			lv := newLiveView(w, g, func() (int, int) {
+			return &humanView{Observer: newLiveView(out, g, func() (int, int) {
 				c, r, err := term.GetSize(int(f.Fd()))
 				if err != nil {
 					return 80, 24
 				}
 				return c, r
-			})
-			return lv, lv.Close
+			}), errOut: errOut}
 		}
 	}
-	return &plainView{w: w}, func() {}
+	return &humanView{Observer: &plainView{w: out}, errOut: errOut}
 }
 
 // handleSignals implements the three-stage Ctrl-C: cancel and tear down;
 // say what teardown is doing; abandon it with exit 3.
 func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc) func() {
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (a closed terminal or ssh session) tears down like SIGTERM.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	var once sync.Once
 	done := make(chan struct{})
 	go func() {
@@ -253,8 +223,11 @@ func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc)
 			case sig := <-sigs:
 				n++
 				name := "SIGTERM"
-				if sig == os.Interrupt {
+				switch sig {
+				case os.Interrupt:
 					name = "SIGINT (Ctrl-C)"
+				case syscall.SIGHUP:
+					name = "SIGHUP (terminal closed)"
 				}
 				switch n {
 				case 1:

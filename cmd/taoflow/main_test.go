@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,6 +49,7 @@ func TestScripts(t *testing.T) {
 			"waitnode": cmdWaitNode,
 			"waitlog":  cmdWaitLog,
 			"exitcode": cmdExitCode,
+			"sigrun":   cmdSigRun,
 		},
 	})
 }
@@ -216,4 +218,28 @@ func processesWith(text string) []string {
 		out = append(out, fmt.Sprintf("%d: %s", p.PID, p.Cmdline()))
 	}
 	return out
+}
+
+// sigrun SIGNAL: send SIGNAL (HUP, TERM, INT) to the apply process of the
+// latest run in .taoflow, as a closed terminal or a service manager would;
+// testscript's kill knows only INT and KILL.
+func cmdSigRun(ts *testscript.TestScript, neg bool, args []string) {
+	sigs := map[string]syscall.Signal{"HUP": syscall.SIGHUP, "TERM": syscall.SIGTERM, "INT": syscall.SIGINT}
+	sig, ok := sigs[strings.TrimPrefix(firstArg(args), "SIG")]
+	if neg || len(args) != 1 || !ok {
+		ts.Fatalf("usage: sigrun HUP|TERM|INT")
+	}
+	st, err := state.OpenReadOnly(ts.MkAbs(".taoflow"))
+	ts.Check(err)
+	defer st.Close()
+	r, err := st.LatestRun(context.Background())
+	ts.Check(err)
+	ts.Check(syscall.Kill(r.PID, sig))
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
