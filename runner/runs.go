@@ -115,3 +115,60 @@ func ApplyGone(r state.Run) bool {
 func NextSteps(r state.Run) []string {
 	return []string{"taoflow apply " + plan.ShellQuote(r.PlanFile) + " --resume " + r.ID, "taoflow destroy " + r.ID}
 }
+
+// SelectNodes returns the nodes of a run that x names, for `taoflow logs
+// RUN X`: a node id; a step id (all its nodes); a cell id (all the nodes
+// of that cell); or a prefix of one node id. many says x named a group,
+// whose lines are then shown with their node. Anything else is a
+// *RefusedError with a did-you-mean.
+func SelectNodes(run string, nodes []state.Node, x string) (sel []state.Node, many bool, err error) {
+	for _, n := range nodes {
+		if n.ID == x {
+			return []state.Node{n}, false, nil
+		}
+	}
+	for _, field := range []func(state.Node) string{
+		func(n state.Node) string { return n.Step },
+		func(n state.Node) string { return n.Cell },
+	} {
+		for _, n := range nodes {
+			if field(n) == x {
+				sel = append(sel, n)
+			}
+		}
+		if len(sel) > 0 {
+			return sel, true, nil
+		}
+	}
+	var ids []string
+	for _, n := range nodes {
+		if strings.HasPrefix(n.ID, x) {
+			sel = append(sel, n)
+			ids = append(ids, n.ID)
+		}
+	}
+	switch {
+	case len(sel) == 1:
+		return sel, false, nil
+	case len(sel) > 1:
+		if len(ids) > 10 {
+			ids = append(ids[:10], fmt.Sprintf("… %d more", len(ids)-10))
+		}
+		return nil, false, refused(fmt.Errorf("%q matches several nodes of run %s: %s", x, run, strings.Join(ids, ", ")))
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, n := range nodes {
+		for _, name := range []string{n.ID, n.Step, n.Cell} {
+			if name != "" && !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	hint := ""
+	if best := plan.Closest(x, names); best != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return nil, false, refused(fmt.Errorf("run %s has no node, step or cell %q%s; taoflow status %s lists its nodes", run, x, hint, run))
+}
