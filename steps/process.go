@@ -133,6 +133,15 @@ func jobDir(id string) string {
 	return `"$HOME"/` + plan.ShellQuote(jobsDir+"/"+id)
 }
 
+// workdirName names a job's working directory in messages: "" is the
+// home directory.
+func workdirName(dir string) string {
+	if dir == "" {
+		return "~ (the home directory)"
+	}
+	return dir
+}
+
 // submitScript is the script that launches spec (after the secret prelude).
 func (p *process) submitScript(spec jobSpec) string {
 	workdir := `"$HOME"`
@@ -154,7 +163,7 @@ fi
 	fmt.Fprintf(&b, "printf %%s %s > \"$d/run\" || exit %d\n", plan.ShellQuote(p.s.cfg.RunID), exitJobDir)
 	fmt.Fprintf(&b, "printf '%%s\\n' %s > \"$d/cmd.sh\" || exit %d\n", plan.ShellQuote(spec.Command), exitJobDir)
 	fmt.Fprintf(&b, "cd %s 2>/dev/null || { echo %s >&2; rm -rf \"$d\"; exit %d; }\n",
-		workdir, plan.ShellQuote("working directory "+spec.Workdir+" does not exist on the instance"), exitWorkdir)
+		workdir, plan.ShellQuote("working directory "+workdirName(spec.Workdir)+" does not exist on the instance"), exitWorkdir)
 	fmt.Fprintf(&b, "command -v setsid >/dev/null 2>&1 || { echo 'setsid is not installed on the instance (util-linux)' >&2; rm -rf \"$d\"; exit %d; }\n", exitSetsid)
 	fmt.Fprintf(&b, "setsid sh -c %s taoflow-job \"$d\" < /dev/null > /dev/null 2>&1 &\n", plan.ShellQuote(supervisor))
 	fmt.Fprintf(&b, `i=0
