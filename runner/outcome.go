@@ -45,10 +45,17 @@ type Failure struct {
 }
 
 // Title names the failure for a person: "train[n=2] failed (seen by
-// wait[n=2])".
+// wait[n=2] on a)", "pull@a failed".
 func (f Failure) Title() string {
-	if f.Job != "" {
-		return fmt.Sprintf("%s %s (seen by %s)", f.Job, f.State, f.Node)
+	on := ""
+	if f.Instance != "" && !strings.HasSuffix(f.Node, "@"+f.Instance) {
+		on = " on " + f.Instance
+	}
+	switch {
+	case f.Job != "":
+		return fmt.Sprintf("%s %s (seen by %s%s)", f.Job, f.State, f.Node, on)
+	case on != "":
+		return fmt.Sprintf("%s %s (%s)", f.Node, f.State, strings.TrimPrefix(on, " "))
 	}
 	return fmt.Sprintf("%s %s", f.Node, f.State)
 }

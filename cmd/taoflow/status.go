@@ -288,14 +288,8 @@ func printFailures(w io.Writer, run string, nodes []state.Node) {
 			fmt.Fprintf(w, "\nfailed:\n")
 			first = false
 		}
-		what := n.ID + " " + n.State
-		if job := n.Facts[runner.FactFailedJob]; job != "" {
-			what = fmt.Sprintf("%s %s (seen by %s)", job, n.State, n.ID)
-		}
-		if n.Instance != "" {
-			what += " on " + n.Instance
-		}
-		fmt.Fprintf(w, "  %s: %s\n    its log: %s\n", what, clipText(firstLine(n.Message), 200), runner.LogsCommand(run, n.ID))
+		f := runner.Failure{Node: n.ID, Job: n.Facts[runner.FactFailedJob], Instance: n.Instance, State: n.State}
+		fmt.Fprintf(w, "  %s: %s\n    its log: %s\n", f.Title(), clipText(firstLine(n.Message), 200), runner.LogsCommand(run, n.ID))
 	}
 }
 

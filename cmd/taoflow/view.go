@@ -64,11 +64,7 @@ func (v *humanView) Outcome(o runner.Outcome) {
 		fmt.Fprintf(w, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, o.RunID)
 	}
 	for _, f := range o.Failures {
-		where := ""
-		if f.Instance != "" {
-			where = " on " + f.Instance
-		}
-		fmt.Fprintf(w, "taoflow: %s%s: %s\n", f.Title(), where, f.Message)
+		fmt.Fprintf(w, "taoflow: %s: %s\n", f.Title(), f.Message)
 		if len(f.LogTail) > 0 {
 			fmt.Fprintf(w, "taoflow: the last %s of its log:\n", count(len(f.LogTail), "line"))
 			for _, l := range f.LogTail {
