@@ -64,14 +64,20 @@ func (v *humanView) Outcome(o runner.Outcome) {
 		fmt.Fprintf(w, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, o.RunID)
 	}
 	for _, f := range o.Failures {
-		fmt.Fprintf(w, "taoflow: %s: %s\n", f.Title(), f.Message)
+		if f.Job != "" {
+			// The job's run step first: users think "train failed".
+			fmt.Fprintf(w, "taoflow: %s\n", f.Title())
+			fmt.Fprintf(w, "taoflow:   %s %s: %s\n", f.Node, f.State, f.Message)
+		} else {
+			fmt.Fprintf(w, "taoflow: %s: %s\n", f.Title(), f.Message)
+		}
 		if len(f.LogTail) > 0 {
-			fmt.Fprintf(w, "taoflow: the last %s of its log:\n", count(len(f.LogTail), "line"))
+			fmt.Fprintf(w, "taoflow:   the last %s of its log:\n", count(len(f.LogTail), "line"))
 			for _, l := range f.LogTail {
 				fmt.Fprintf(w, "    | %s\n", l)
 			}
 		}
-		fmt.Fprintf(w, "taoflow: all of it: %s\n", f.LogsCommand)
+		fmt.Fprintf(w, "taoflow:   all of it: %s\n", f.LogsCommand)
 	}
 	for _, name := range o.Stopped {
 		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them\n", name)
