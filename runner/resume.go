@@ -19,9 +19,10 @@ type Resumed struct {
 	instances map[string]state.Resource // instance resources created or being created, by instance name
 }
 
-// LoadResumed reads run id (or "latest") from the state in dir. It refuses a
-// run whose apply is alive.
-func LoadResumed(ctx context.Context, dir, id string) (*Resumed, error) {
+// LoadResumed reads run id from the state in dir; id "latest" is the
+// latest unfinished run (not succeeded) of the plan file planPath. It
+// refuses a run whose apply is alive.
+func LoadResumed(ctx context.Context, dir, id, planPath string) (*Resumed, error) {
 	if _, err := os.Stat(filepath.Join(dir, "state.db")); errors.Is(err, os.ErrNotExist) {
 		return nil, refused(fmt.Errorf("no state in %s: nothing to resume", dir))
 	}
@@ -30,7 +31,12 @@ func LoadResumed(ctx context.Context, dir, id string) (*Resumed, error) {
 		return nil, err
 	}
 	defer store.Close()
-	r, err := FindRun(ctx, store, id)
+	var r state.Run
+	if id == "latest" {
+		r, err = latestUnfinished(ctx, store, planPath)
+	} else {
+		r, err = FindRun(ctx, store, id)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +58,21 @@ func LoadResumed(ctx context.Context, dir, id string) (*Resumed, error) {
 		}
 	}
 	return res, nil
+}
+
+// latestUnfinished returns the newest run of planPath that did not
+// succeed.
+func latestUnfinished(ctx context.Context, store *state.Store, planPath string) (state.Run, error) {
+	runs, err := store.Runs(ctx)
+	if err != nil {
+		return state.Run{}, err
+	}
+	for _, r := range runs {
+		if filepath.Clean(r.PlanFile) == filepath.Clean(planPath) && r.State != state.RunSucceeded {
+			return r, nil
+		}
+	}
+	return state.Run{}, refused(fmt.Errorf("no unfinished run of %s to resume (name one: --resume RUN; taoflow status lists them)", planPath))
 }
 
 // VarFlags returns the run's vars as --var flags, so the plan is loaded

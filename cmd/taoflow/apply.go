@@ -58,7 +58,8 @@ equal them, so the command line that started the run works with --resume
 appended; a differing value is refused). Nodes that succeeded are kept, jobs
 that still run (or ended) are adopted rather than launched again, instances
 the run created and that still exist are used again, and the rest runs.
-Without RUN, the latest run. Give it as --resume=RUN or after the plan.
+Without RUN, the latest run of PLAN that did not succeed. Give RUN as
+--resume=RUN or --resume RUN.
 
 Exit status: 0 all succeeded; 1 a node failed (teardown done); 2 invalid plan
 or usage (nothing started); 3 teardown incomplete (something may still exist:
@@ -130,7 +131,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		if err != nil {
 			return usageError(err)
 		}
-		if prior, err = runner.LoadResumed(parent, g.stateDir, f.resume); err != nil {
+		if prior, err = runner.LoadResumed(parent, g.stateDir, f.resume, path); err != nil {
 			return err
 		}
 		if err := prior.CheckVars(given); err != nil {
