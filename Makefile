@@ -51,7 +51,7 @@ fuzz:
 
 ## bench: benchmarks that print figures (no test asserts on speed); see docs/benchmarks.md
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine/... ./secret ./state ./platform/... ./steps
+	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine ./internal/dag ./secret ./state ./platform/... ./steps
 
 ## lint: formatting, vet, golangci-lint (import direction), go.mod tidiness, example plans
 lint: tools

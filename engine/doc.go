@@ -5,9 +5,9 @@
 // node per instance of its pool ("pull@gpu-a"), a matrix step one node per
 // cell ("train[lr=0.001]"), placed on an instance at run time, and a
 // `matrix: inherit` step one node per cell of the step it inherits from,
-// following that cell to its instance. Dependencies pair as DESIGN.md §3
-// says; the ones that depend on placement are kept symbolic (Dep kinds) and
-// resolved by the scheduler.
+// following that cell to its instance. Dependencies pair as
+// docs/design.md §4.2 says; the ones that depend on placement are kept
+// symbolic (Dep kinds) and resolved by the scheduler.
 //
 // The engine never prints and never imports a concrete platform.
 package engine

@@ -151,7 +151,7 @@ func (g *Graph) runID() string {
 	return g.RunID
 }
 
-// pair computes a node's dependencies (DESIGN.md §3, "Pairing of needs").
+// pair computes a node's dependencies (docs/design.md §4.2, "Pairing of needs").
 func (g *Graph) pair(n *Node, roots map[string]*plan.Step) []Dep {
 	var deps []Dep
 	for _, need := range n.Step.Needs {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -770,4 +771,147 @@ func checkStates(t *testing.T, s engine.Summary, want map[string]engine.NodeStat
 			t.Errorf("%s = %s, want %s (%s)", id, s.States[id], st, s.Messages[id])
 		}
 	}
+}
+
+// A delete step that forces its release deletes an instance whose upload
+// failed; without force the same instance is stopped. Either way the step
+// gets the release's outcome, and asking again after the release returns
+// at once with the same.
+func TestForcedRelease(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		t.Run(fmt.Sprint("force=", force), func(t *testing.T) {
+			g := mustPlan(t, `
+taoflow: 1
+name: forced
+instances: {a: {}}
+steps:
+  - id: upload
+    uses: upload-s3
+    with: {from: ~/r, to: "file:///tmp/r"}
+finally:
+  - id: teardown
+    uses: delete
+`)
+			var first, second error
+			f := newFake(func(ctx context.Context, tk *engine.Task) error {
+				if tk.Node.Step.ID == "upload" {
+					return errors.New("verification mismatch")
+				}
+				first = tk.Release(ctx, force)
+				second = tk.Release(ctx, force)
+				return nil
+			})
+			f.release = func(name string, mode engine.ReleaseMode) error {
+				if mode == engine.ReleaseDelete {
+					return errors.New("brev delete: 500")
+				}
+				return nil
+			}
+			s := run(t, g, f)
+			want := "release a stop"
+			if force {
+				want = "release a delete"
+			}
+			if got := f.has("release "); !slices.Equal(got, []string{want}) {
+				t.Errorf("releases = %v, want [%s]", got, want)
+			}
+			if force {
+				if first == nil || first.Error() != "brev delete: 500" || second == nil || second.Error() != first.Error() {
+					t.Errorf("the delete step got %v, then %v; want the release's error twice", first, second)
+				}
+				if !slices.Equal(s.Left, []string{"a"}) || len(s.Stopped) != 0 {
+					t.Errorf("Left = %v, Stopped = %v", s.Left, s.Stopped)
+				}
+			} else {
+				if first != nil || second != nil {
+					t.Errorf("the delete step got %v, then %v; want nil (stopped to keep the results)", first, second)
+				}
+				if !slices.Equal(s.Stopped, []string{"a"}) || len(s.Left) != 0 {
+					t.Errorf("Stopped = %v, Left = %v", s.Stopped, s.Left)
+				}
+			}
+		})
+	}
+}
+
+// A panic in Acquire, Release or a step fails what it was doing, with the
+// worker's stack, and the run still ends with every instance released.
+func TestPanicsAreCaught(t *testing.T) {
+	g := mustPlan(t, fmt.Sprintf(sweep, 1, 1))
+	f := newFake(func(ctx context.Context, tk *engine.Task) error {
+		if tk.Node.ID == "train[lr=1,bs=8]" {
+			panic("bug in a step")
+		}
+		return nil
+	})
+	f.acquire = func(name string) error {
+		if name == "a" {
+			panic("bug in acquire")
+		}
+		return nil
+	}
+	f.release = func(name string, mode engine.ReleaseMode) error {
+		if name == "b" {
+			panic("bug in release")
+		}
+		return nil
+	}
+	s := run(t, g, f)
+	if msg := s.Messages["pull@a"]; s.States["pull@a"] != engine.Failed || !strings.Contains(msg, "panic while acquiring a: panic: bug in acquire") || !strings.Contains(msg, "stacktrace:") {
+		t.Errorf("pull@a = %s %q", s.States["pull@a"], msg)
+	}
+	if msg := s.Messages["train[lr=1,bs=8]"]; !strings.Contains(msg, "panic: bug in a step") || !strings.Contains(msg, "run_test.go") {
+		t.Errorf("the step's panic lost its stack: %q", msg)
+	}
+	if !slices.Equal(s.Left, []string{"b"}) {
+		t.Errorf("Left = %v, want [b] (its release panicked)", s.Left)
+	}
+	if got := f.has("release "); len(got) != 2 {
+		t.Errorf("releases = %v, want both instances", got)
+	}
+}
+
+// Retries wait base, 2×base, 4×base… and a timeout fires at its
+// duration, in the bubble's fake time: a step with a one-minute backoff
+// and an hour's timeout tests in no time, to the nanosecond.
+func TestRetryAndTimeoutClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := mustPlan(t, `
+taoflow: 1
+name: clock
+instances: {a: {}}
+steps:
+  - id: flaky
+    uses: pull
+    retries: {max: 3, backoff: 1m}
+    with: {image: x}
+  - id: slow
+    uses: pull
+    needs: [flaky]
+    timeout: 1h
+    with: {image: x}
+`)
+		var starts []time.Duration
+		t0 := time.Now()
+		f := newFake(func(ctx context.Context, tk *engine.Task) error {
+			starts = append(starts, time.Since(t0))
+			if tk.Node.Step.ID == "flaky" && tk.Attempt <= 3 {
+				return errors.New("transient")
+			}
+			if tk.Node.Step.ID == "slow" {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		})
+		// Not run(): its 20 s watchdog would fire first in the bubble's time.
+		s := engine.Run(context.Background(), g, engine.Config{RunID: "r1", Executor: f, Instances: f, Observer: f})
+		want := []time.Duration{0, time.Minute, 3 * time.Minute, 7 * time.Minute, 7 * time.Minute}
+		if !slices.Equal(starts, want) {
+			t.Errorf("attempts started at %v, want %v", starts, want)
+		}
+		if s.States["slow@a"] != engine.TimedOut || time.Since(t0) != 7*time.Minute+time.Hour {
+			t.Errorf("slow@a = %s after %s", s.States["slow@a"], time.Since(t0))
+		}
+	})
 }

@@ -3,7 +3,7 @@ package plan
 import (
 	"strings"
 
-	"github.com/taoflow/taoflow/engine/dag"
+	"github.com/taoflow/taoflow/internal/dag"
 )
 
 // cycles reports each dependency cycle among steps once, at the step the

@@ -331,7 +331,7 @@ func stepPlan(step string) string {
 	return `{"taoflow": 1, "name": "t", "instances": {"gpu-a": null, "box": null}, "steps": [` + step + `]}`
 }
 
-// designPlan is the example plan of DESIGN.md §3, as JSON.
+// designPlan is the example plan of docs/design.md §3, as JSON.
 const designPlan = `{
   "taoflow": 1,
   "name": "changenet-sweep",

@@ -1,5 +1,5 @@
 // Package steps turns the `with:` of each node into shell scripts run on an
-// instance through a platform.Platform: the seven step kinds of DESIGN §4.
+// instance through a platform.Platform: the seven step kinds of docs/design.md §5.
 //
 // It owns what is said to an instance and how its answers are read, so that
 // the engine only schedules and the platforms only transport. Every word

@@ -16,7 +16,7 @@ import (
 	"github.com/taoflow/taoflow/platform"
 )
 
-// Labels every container taoflow launches carries (DESIGN §4).
+// Labels every container taoflow launches carries (docs/design.md §5).
 const (
 	labelJob = "tao-job"     // the job id, which is also the container name
 	labelRun = "taoflow.run" // the run id: what reap looks for
@@ -577,7 +577,7 @@ func parseInspect(l string) (string, inspected, error) {
 	return strings.TrimPrefix(f[1], "/"), st, nil
 }
 
-// mapContainer sets o's state from docker's (DESIGN §4):
+// mapContainer sets o's state from docker's (docs/design.md §5.2):
 //
 //	created              pending (running), or failed start_failed when .State.Error is set
 //	running              running
@@ -631,7 +631,7 @@ func mapContainer(o *observation, st inspected, now int64) {
 }
 
 // reconcile decides about containers docker inspect did not find, by
-// label (DESIGN §4: never infer an end from absence alone): a container
+// label (docs/design.md §5.2: never infer an end from absence alone): a container
 // labelled tao-job=<job> under another name is reported, not adopted;
 // none at all is a vanished job (canceled when taoflow canceled it).
 func (d *docker) reconcile(ctx context.Context, inst platform.Instance, probes []probe, obs []observation, missing []int) error {

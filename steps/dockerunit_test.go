@@ -121,7 +121,7 @@ func TestRunArgs(t *testing.T) {
 // TestLoginScript runs the login script with a fake docker that records
 // its arguments and stdin: the user name arrives as the literal
 // $oauthtoken (not expanded to nothing: the quoting trap of
-// reference/docker-tao-secrets.md), and the key only on stdin.
+// docs/design.md §5, ngc-auth), and the key only on stdin.
 func TestLoginScript(t *testing.T) {
 	const key = "nvapi-test-key-0123456789abcdef"
 	s := New(Config{Secrets: testSecrets(t, "NGC_KEY", key)})
@@ -228,7 +228,7 @@ func TestParseDockerStatus(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// TestMapContainer is DESIGN §4's table of docker states to job states,
+// TestMapContainer is docs/design.md §5.2's table of docker states to job states,
 // through jobOutcome to the step's error.
 func TestMapContainer(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -82,7 +82,7 @@ func loopbackRegistry(image string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ngcAuth logs the instance's docker in to the registry (DESIGN §4), then
+// ngcAuth logs the instance's docker in to the registry (docs/design.md §5), then
 // optionally checks access to with.verify_image: a failed login is "auth
 // failed" (a bad key), a refused image after a good login is "no
 // entitlement".

@@ -12,7 +12,7 @@ import (
 )
 
 // progressLine turns one line of a TAO status.json (a JSON object per line;
-// see reference/docker-tao-secrets.md §4) into a short progress line:
+// see docs/design.md §12) into a short progress line:
 //
 //	epoch 3/10 loss 0.21 eta 0:04:00
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/taoflow/taoflow/secret"
 )
 
-// secretEnv is how every step hands secrets to a remote command (DESIGN §7).
+// secretEnv is how every step hands secrets to a remote command (docs/design.md §10).
 // For the given names, in order and without repeats, it returns a script
 // prelude that reads each value from stdin and exports it:
 //

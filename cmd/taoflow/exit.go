@@ -9,7 +9,7 @@ import (
 	"github.com/taoflow/taoflow/state"
 )
 
-// The exit codes of taoflow (DESIGN.md §2). This table is the only place
+// The exit codes of taoflow (docs/design.md §2.1). This table is the only place
 // they are defined.
 const (
 	exitOK          = 0   // every node and every finalizer succeeded

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,30 +99,45 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Fatalf("%s did not appear within %s", args[0], limit)
 }
 
-// waitnode NODE STATE: wait (up to 30s) until the state in .taoflow says
-// node NODE of the latest run is in STATE.
+// waitnode [-re] NODE STATE: wait (up to 30s) until the state in .taoflow
+// says node NODE of the latest run is in STATE; with -re, NODE is a regular
+// expression (anchored) and any node it matches will do.
 func cmdWaitNode(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 2 || neg {
-		ts.Fatalf("usage: waitnode node state")
+	match := func(id string) bool { return id == args[0] }
+	if len(args) == 3 && args[0] == "-re" {
+		re, err := regexp.Compile("^(?:" + args[1] + ")$")
+		if err != nil {
+			ts.Fatalf("waitnode: %v", err)
+		}
+		match, args = re.MatchString, args[1:]
 	}
-	var last string
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: waitnode [-re] node state")
+	}
+	var last []string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		st, err := state.OpenReadOnly(ts.MkAbs(".taoflow"))
 		if err != nil {
 			continue // not made yet
 		}
 		ctx := context.Background()
+		last = last[:0]
 		if r, err := st.LatestRun(ctx); err == nil {
-			if n, err := st.Node(ctx, r.ID, args[0]); err == nil {
-				last = n.State
+			if nodes, err := st.Nodes(ctx, r.ID); err == nil {
+				for _, n := range nodes {
+					if match(n.ID) {
+						last = append(last, n.ID+"="+n.State)
+						if n.State == args[1] {
+							st.Close()
+							return
+						}
+					}
+				}
 			}
 		}
 		st.Close()
-		if last == args[1] {
-			return
-		}
 	}
-	ts.Fatalf("node %s did not become %s within 30s (last: %q)", args[0], args[1], last)
+	ts.Fatalf("no node %s became %s within 30s (last: %q)", args[0], args[1], last)
 }
 
 // waitlog NODE TEXT: wait (up to 60s) until the log of node NODE of the

@@ -45,6 +45,7 @@ func TestSSHScripts(t *testing.T) {
 			"exitcode": cmdExitCode,
 			"noargv":   cmdNoArgv,
 			"procs":    cmdProcs,
+			"waitnode": cmdWaitNode,
 		},
 	})
 }

@@ -4,7 +4,7 @@
 // The CLI is the only interface: every lifecycle step is one run of it —
 // `brev create --type T --detached`, `brev ls --json`, `brev refresh`,
 // `brev delete`, `brev stop` — and the package copes with its habits
-// (reference/brev-cli.md):
+// (docs/design.md §6.1):
 //
 //   - brev reads instance names from stdin whenever stdin is not a terminal
 //     or /dev/null, and waits for EOF. Every run gets /dev/null, and every

@@ -11,7 +11,7 @@
 // Commands get a clean environment, never taoflow's own: taoflow's
 // environment holds the values of the plan's secrets, and a secret must reach
 // a command only the way it reaches a remote one — on stdin, exported by the
-// script for that one command (DESIGN §7). Inheriting the environment would
+// script for that one command (docs/design.md §10). Inheriting the environment would
 // also make local runs behave unlike ssh and brev runs. Only HOME, TMPDIR,
 // PATH, LANG, USER, LOGNAME and DOCKER_HOST are set.
 //

@@ -44,6 +44,6 @@
 // Secrets reach the remote command only on stdin. Exec never puts anything
 // but the script on an argv, and the ssh client gets a clean environment
 // (HOME, USER, LOGNAME, PATH, SSH_AUTH_SOCK, KRB5CCNAME), not taoflow's,
-// which holds the values of the plan's secrets (DESIGN §7). The remote login
+// which holds the values of the plan's secrets (docs/design.md §10). The remote login
 // shell must be a POSIX shell (sh, bash, dash, ksh, zsh).
 package ssh

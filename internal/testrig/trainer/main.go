@@ -30,6 +30,7 @@ type config struct {
 	printEnv   names
 	hang       bool
 	logMB      int
+	waitFor    string
 }
 
 // names is a repeatable string flag.
@@ -103,6 +104,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.failAt >= 0 && code == 0 {
 		code = 1
 	}
+	if cfg.waitFor != "" {
+		fmt.Fprintf(stdout, "trainer: waiting for %s\n", cfg.waitFor)
+		if code, done := waitFor(cfg.waitFor, term, stdout); done {
+			return code
+		}
+	}
 	start := time.Now()
 	for epoch := 1; epoch <= cfg.epochs; epoch++ {
 		if failing && cfg.failAt >= 0 && epoch > cfg.failAt {
@@ -167,6 +174,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// waitFor blocks until path exists (a test's gate: it orders the job's end
+// after an event the test has seen). A SIGTERM ends the wait and the run.
+func waitFor(path string, term <-chan os.Signal, stdout io.Writer) (code int, done bool) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return 0, false
+		}
+		select {
+		case <-term:
+			fmt.Fprintln(stdout, "trainer: SIGTERM, exiting 143")
+			return 143, true
+		case <-tick.C:
+		}
+	}
+}
+
 func parse(args []string, stderr io.Writer) (config, error) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		return parseTAO(args)
@@ -184,6 +209,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.Var(&cfg.printEnv, "print-env", "print the length of this environment variable (repeatable)")
 	fs.BoolVar(&cfg.hang, "hang", false, "wait for a signal after the epochs")
 	fs.IntVar(&cfg.logMB, "log-mb", 0, "print this many MiB of log lines first (a long training's log)")
+	fs.StringVar(&cfg.waitFor, "wait-for", "", "wait until this file exists before the first epoch")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -215,8 +241,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 //	visual_changenet train -e /data/spec.yaml results_dir=/results/x train.num_epochs=3 train.optim.lr=0.01
 //
 // results_dir and train.num_epochs set the results directory and epochs;
-// trainer.sleep, trainer.fail_code, trainer.fail_at and trainer.oom_mb are
-// the test knobs of the flag form; other overrides are accepted and
+// trainer.sleep, trainer.fail_code, trainer.fail_at, trainer.oom_mb and
+// trainer.wait_for (a file to wait for before the first epoch) are the test
+// knobs of the flag form; other overrides are accepted and
 // ignored, as a spec file's keys would be. -e names a spec file, which
 // need not exist.
 func parseTAO(args []string) (config, error) {
@@ -249,6 +276,8 @@ func parseTAO(args []string) (config, error) {
 			cfg.failAt, err = strconv.Atoi(v)
 		case "trainer.oom_mb":
 			cfg.oomMB, err = strconv.Atoi(v)
+		case "trainer.wait_for":
+			cfg.waitFor = v
 		}
 		if err != nil {
 			return cfg, fmt.Errorf("%s: %w", a, err)

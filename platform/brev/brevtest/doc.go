@@ -4,7 +4,7 @@
 // binary (./fakebrev) instead: a real process on PATH, parsing its argv with
 // cobra as the real one does, keeping a fake cloud of instances in a state
 // directory and reaching them through a real sshd (sshtest). It reproduces
-// the real CLI's quirks, as collected in /work/shared/reference/brev-cli.md,
+// the real CLI's quirks, as collected in docs/design.md §6.1,
 // because a client that is naive about them must fail here as it would in
 // production:
 //

@@ -1,10 +1,10 @@
 // Command fakebrev is a stand-in for NVIDIA's `brev` CLI in tests: it keeps
 // a fake cloud of instances in a state directory (env TF_FAKEBREV) and
 // reproduces the real CLI's argument parsing, output and quirks (see
-// /work/shared/reference/brev-cli.md): stdin read as names when it is not a
-// char device, exec's fire-first ssh with a replay of failed commands, exit
-// codes that are only ever 0 or 1, orphans after a failed create, names
-// that stay taken while DELETING, and so on. A client that is naive about
+// docs/design.md §6.1): stdin read as names when it is not a char device,
+// exec's fire-first ssh with a replay of failed commands, exit codes that
+// are only ever 0 or 1, orphans after a failed create, names that stay
+// taken while DELETING, and so on. A client that is naive about
 // any of them breaks against it the way it would against the real one.
 //
 // The brevtest package builds it, points it at a test sshd and reads its

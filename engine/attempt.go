@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+func (x *execution) finalContext() context.Context {
+	if x.finalCtx == nil {
+		x.emit(Event{Type: FinallyStarted})
+		x.finalCtx, x.finalCancel = context.WithTimeoutCause(context.WithoutCancel(x.stepsCtx), x.cfg.FinallyTimeout,
+			fmt.Errorf("finalizers and teardown ran past their deadline of %s", x.cfg.FinallyTimeout))
+	}
+	return x.finalCtx
+}
+
+// attempts runs a node's attempts (on a worker of its own) and says how the
+// last one ended.
+func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upstream []Upstream) nodeResult {
+	n := nr.n
+	res := nodeResult{nr: nr}
+	with := x.g.With(n, Scope{RunID: x.cfg.RunID, Instance: inst})
+	retries := n.Step.Retries
+	for attempt := 1; ; attempt++ {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if n.Step.Timeout > 0 {
+			actx, cancel = context.WithTimeoutCause(ctx, n.Step.Timeout, fmt.Errorf("step %s timed out after %s", n.Step.ID, n.Step.Timeout))
+		}
+		log := &lineWriter{emit: func(line string) {
+			x.emit(Event{Type: NodeLog, Node: n.ID, Step: n.Step.ID, Instance: inst, Message: line})
+		}}
+		task := &Task{
+			RunID: x.cfg.RunID, Node: n, Instance: inst, With: with, Attempt: attempt, Log: log, Upstream: upstream,
+			Progress: func(p string) {
+				x.emit(Event{Type: NodeProgress, Node: n.ID, Step: n.Step.ID, Instance: inst, Message: p})
+			},
+			Release: func(ctx context.Context, force bool) error {
+				reply := make(chan error, 1)
+				x.results <- releaseRequest{inst: inst, force: force, reply: reply}
+				select {
+				case err := <-reply:
+					return err
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			},
+		}
+		x.emit(Event{Type: NodeStarted, Node: n.ID, Step: n.Step.ID, Instance: inst, Attempt: attempt})
+		err := x.cfg.Executor.Execute(actx, task)
+		log.Close()
+		st, msg := classify(ctx, actx, err)
+		cancel()
+		res.st, res.msg, res.code = st, msg, exitCode(err)
+		if (st == Failed || st == TimedOut) && attempt <= retries && ctx.Err() == nil {
+			wait := backoff(n.Step.Backoff, attempt)
+			x.emit(Event{Type: NodeRetrying, Node: n.ID, Step: n.Step.ID, Instance: inst, Attempt: attempt,
+				Message: fmt.Sprintf("%s; retry %d of %d in %s", msg, attempt, retries, wait)})
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				res.st, res.msg = Canceled, "canceled while waiting to retry: "+causeText(context.Cause(ctx))
+				return res
+			}
+		}
+		return res
+	}
+}
+
+// classify names how an attempt ended.
+func classify(runCtx, attemptCtx context.Context, err error) (NodeState, string) {
+	switch {
+	case err == nil:
+		return Succeeded, ""
+	case runCtx.Err() != nil:
+		return Canceled, causeText(context.Cause(runCtx))
+	case attemptCtx.Err() != nil:
+		return TimedOut, causeText(context.Cause(attemptCtx))
+	}
+	return Failed, err.Error()
+}
+
+// exitCode is the process exit code an error carries; failures that are
+// not a process exiting (0) have none.
+func exitCode(err error) *int {
+	var ec ExitCoder
+	if errors.As(err, &ec) && ec.ExitCode() != 0 {
+		c := ec.ExitCode()
+		return &c
+	}
+	return nil
+}
+
+func causeText(err error) string {
+	if err == nil {
+		return "canceled"
+	}
+	return err.Error()
+}
+
+// backoff is the wait before retry number attempt: base doubling each time,
+// at most 32 times base.
+func backoff(base time.Duration, attempt int) time.Duration {
+	if base <= 0 {
+		base = 10 * time.Second
+	}
+	return base << min(attempt-1, 5)
+}
+
+// lineWriter turns written bytes into one event per line.
+type lineWriter struct {
+	mu   sync.Mutex
+	buf  []byte
+	emit func(string)
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexAny(w.buf, "\n\r")
+		if i < 0 {
+			break
+		}
+		if line := string(w.buf[:i]); line != "" {
+			w.emit(line)
+		}
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 64<<10 {
+		w.emit(string(w.buf))
+		w.buf = nil
+	}
+	return len(p), nil
+}
+
+// Close emits a last unterminated line.
+func (w *lineWriter) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.emit(string(w.buf))
+		w.buf = nil
+	}
+}
