@@ -102,7 +102,7 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().StringVarP(&f.output, "output", "o", "auto", "output: `auto`, plain or json")
 	cmd.Flags().Bool("json", false, "print one JSON event per line (--output json)")
 	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
-	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest run) instead of starting a new one")
+	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest unfinished run of PLAN) instead of starting a new one")
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
 	_ = cmd.RegisterFlagCompletionFunc("resume", func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return runCompletion(g, false)(cmd, nil, toComplete)
