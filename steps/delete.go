@@ -92,7 +92,7 @@ func (s *Steps) LabelledContainers(ctx context.Context, inst platform.Instance) 
 		return nil, err
 	}
 	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("listing taoflow containers on %s: exit code %d: %s", inst.Name, res.ExitCode, s.redact.Redact(dockerError(res.Stderr)))
+		return nil, fmt.Errorf("listing taoflow containers on %s: exit code %d: %s", inst.Name, res.ExitCode, s.dockerError(res.Stderr))
 	}
 	var out []Container
 	for _, l := range outputLines(res.Stdout) {

@@ -282,7 +282,7 @@ func (d *docker) submit(ctx context.Context, inst platform.Instance, spec jobSpe
 // launchError explains a failed submit script; docker run's own exit
 // codes 125, 126 and 127 are told apart (and kept as the Code).
 func (d *docker) launchError(inst platform.Instance, id string, res platform.Result) *Error {
-	why := dockerError(res.Stderr)
+	why := d.s.dockerError(res.Stderr)
 	code := res.ExitCode
 	switch code {
 	case exitNoSecret:
@@ -307,16 +307,16 @@ func (d *docker) launchError(inst platform.Instance, id string, res platform.Res
 // dockerError picks the line of a docker command's stderr that says what
 // went wrong: the last one that is not the "Run 'docker run --help'" hint
 // or a warning.
-func dockerError(stderr []byte) string {
+func (s *Steps) dockerError(stderr []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(lines[i])
 		if l == "" || strings.HasPrefix(l, "Run '") || strings.HasPrefix(l, "WARNING") {
 			continue
 		}
-		return clipText(strings.TrimPrefix(l, "docker: "), 300)
+		return s.redact.Clip(strings.TrimPrefix(l, "docker: "), 300)
 	}
-	return lastLine(stderr)
+	return s.lastLine(stderr)
 }
 
 func shortID(id string) string {
@@ -465,7 +465,7 @@ func (d *docker) status(ctx context.Context, inst platform.Instance, probes []pr
 		return nil, err
 	}
 	if res.ExitCode != 0 {
-		why := dockerError(res.Stderr)
+		why := d.s.dockerError(res.Stderr)
 		if res.ExitCode == exitNoDockerCLI {
 			why = "docker is not installed"
 		}
@@ -641,7 +641,7 @@ func (d *docker) reconcile(ctx context.Context, inst platform.Instance, probes [
 		return err
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("listing containers on %s by label: exit code %d: %s", inst.Name, res.ExitCode, d.s.redact.Redact(dockerError(res.Stderr)))
+		return fmt.Errorf("listing containers on %s by label: exit code %d: %s", inst.Name, res.ExitCode, d.s.dockerError(res.Stderr))
 	}
 	byLabel := map[string]string{}
 	for _, l := range strings.Split(string(res.Stdout), "\n") {
@@ -771,7 +771,7 @@ func (d *docker) run(ctx context.Context, inst platform.Instance, script, what s
 	}
 	lines := outputLines(res.Stdout)
 	if res.ExitCode != 0 {
-		why := dockerError(res.Stderr)
+		why := d.s.dockerError(res.Stderr)
 		if res.ExitCode == exitNoDockerCLI {
 			why = "docker is not installed"
 		}

@@ -112,7 +112,7 @@ func (s *Steps) ngcAuth(ctx context.Context, req Request) error {
 	case exitNoDockerCLI:
 		return s.fail(ClassNoDocker, nil, "docker is not installed on %s", inst.Name)
 	default:
-		return s.fail(ClassAuthFailed, nil, "docker login %s as %s on %s failed (check the key in %s): %s", registry, user, inst.Name, key, dockerError(res.Stderr))
+		return s.fail(ClassAuthFailed, nil, "docker login %s as %s on %s failed (check the key in %s): %s", registry, user, inst.Name, key, s.dockerError(res.Stderr))
 	}
 	fmt.Fprintf(req.Log, "logged in to %s\n", registry)
 	if verify == "" {
@@ -128,7 +128,7 @@ func (s *Steps) ngcAuth(ctx context.Context, req Request) error {
 	case res.ExitCode == exitNoDockerCLI:
 		return s.fail(ClassNoDocker, nil, "docker is not installed on %s", inst.Name)
 	case res.ExitCode != 0:
-		return s.fail(ClassNoEntitlement, nil, "logged in to %s, but %s is refused (the key's org is not entitled to it, or there is no such image): %s", registry, verify, dockerError(res.Stderr))
+		return s.fail(ClassNoEntitlement, nil, "logged in to %s, but %s is refused (the key's org is not entitled to it, or there is no such image): %s", registry, verify, s.dockerError(res.Stderr))
 	}
 	fmt.Fprintf(req.Log, "%s is readable\n", verify)
 	return nil

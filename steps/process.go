@@ -171,7 +171,7 @@ func (p *process) submit(ctx context.Context, inst platform.Instance, spec jobSp
 		return launch{}, err
 	}
 	if res.ExitCode != 0 {
-		why := lastLine(res.Stderr)
+		why := p.s.lastLine(res.Stderr)
 		switch res.ExitCode {
 		case exitNoSecret:
 			why = "the job's secrets did not arrive on stdin"
@@ -256,7 +256,7 @@ func (p *process) status(ctx context.Context, inst platform.Instance, probes []p
 		return nil, err
 	}
 	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("polling jobs on %s: exit code %d: %s", inst.Name, res.ExitCode, p.s.redact.Redact(lastLine(res.Stderr)))
+		return nil, fmt.Errorf("polling jobs on %s: exit code %d: %s", inst.Name, res.ExitCode, p.s.lastLine(res.Stderr))
 	}
 	obs, err := parseStatus(res.Stdout, probes)
 	if err != nil {
@@ -369,7 +369,7 @@ func (p *process) stop(ctx context.Context, inst platform.Instance, script strin
 	}
 	lines := outputLines(res.Stdout)
 	if res.ExitCode != 0 {
-		return lines, fmt.Errorf("stopping jobs on %s: exit code %d: %s", inst.Name, res.ExitCode, p.s.redact.Redact(lastLine(res.Stderr)))
+		return lines, fmt.Errorf("stopping jobs on %s: exit code %d: %s", inst.Name, res.ExitCode, p.s.lastLine(res.Stderr))
 	}
 	return lines, nil
 }

@@ -234,7 +234,7 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 					fmt.Fprintf(req.Log, "%sjob %s: %s\n", w.label, w.job.ID, s.redact.Redact(o.Note))
 				}
 			}
-			if p := progressLine(o.Status); p != "" && p != w.progress {
+			if p := progressLine(o.Status, s.redact); p != "" && p != w.progress {
 				w.progress = p
 				req.Progress(w.label + p)
 			}

@@ -205,7 +205,7 @@ func (s *Steps) awsFailed(ctx context.Context, inst platform.Instance, what, fro
 	case res.ExitCode == exitNoSecret:
 		return s.fail(ClassUploadFailed, nil, "%s on %s: the credentials did not arrive on stdin", what, inst.Name)
 	}
-	return s.fail(ClassUploadFailed, nil, "%s on %s failed (exit code %d): %s", what, inst.Name, res.ExitCode, lastLine(res.Stderr))
+	return s.fail(ClassUploadFailed, nil, "%s on %s failed (exit code %d): %s", what, inst.Name, res.ExitCode, s.lastLine(res.Stderr))
 }
 
 // parseSource reads sourceScript's records into path → size, leaving out

@@ -295,15 +295,12 @@ func outputLines(b []byte) []string {
 	return lines
 }
 
-// lastLine returns the last non-empty line of b, trimmed, at most 300 bytes:
-// the part of a tool's stderr that says what went wrong.
-func lastLine(b []byte) string {
+// lastLine returns the last non-empty line of b, trimmed, redacted and then
+// clipped to at most 300 bytes: the part of a tool's stderr that says what
+// went wrong.
+func (s *Steps) lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	l := strings.TrimSpace(lines[len(lines)-1])
-	if len(l) > 300 {
-		l = l[:300] + "…"
-	}
-	return l
+	return s.redact.Clip(strings.TrimSpace(lines[len(lines)-1]), 300)
 }
 
 // sleep waits d or until ctx is done, and reports whether d passed.

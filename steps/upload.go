@@ -107,7 +107,7 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	case res.ExitCode == exitNoSource:
 		return s.fail(ClassUploadFailed, nil, "%s on %s is not a directory (did the job write its results there?)", from, inst.Name)
 	case res.ExitCode != 0:
-		return s.fail(ClassUploadFailed, nil, "copying %s on %s to %s: %s", from, inst.Name, dest, lastLine(res.Stderr))
+		return s.fail(ClassUploadFailed, nil, "copying %s on %s to %s: %s", from, inst.Name, dest, s.lastLine(res.Stderr))
 	}
 	src, dst, err := parseCounts(res.Stdout)
 	if err != nil {
@@ -132,7 +132,7 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	case err != nil:
 		return s.fail(ClassUploadFailed, err, "writing %s: %v", manifestName, err)
 	case res.ExitCode != 0:
-		return s.fail(ClassUploadFailed, nil, "writing %s in %s: %s", manifestName, dest, lastLine(res.Stderr))
+		return s.fail(ClassUploadFailed, nil, "writing %s in %s: %s", manifestName, dest, s.lastLine(res.Stderr))
 	}
 	fmt.Fprintf(req.Log, "uploaded %d files (%d bytes) to %s; wrote %s\n", src[0], src[1], dest, manifestName)
 	return nil
