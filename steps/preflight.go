@@ -153,4 +153,3 @@ var gpuLine = regexp.MustCompile(`(?m)^GPU \d+:`)
 func countGPUs(out []byte) int {
 	return len(gpuLine.FindAll(out, -1))
 }
-
