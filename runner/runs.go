@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/taoflow/taoflow/state"
@@ -66,14 +64,9 @@ func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, err
 	return state.Run{}, fmt.Errorf("%q matches several runs: %s", id, strings.Join(ids, ", "))
 }
 
-// ApplyAlive reports whether the apply that owns run still runs on this host.
+// ApplyAlive reports whether the apply that owns run still runs on this
+// host: the run is running and its owner process is alive (OwnerAlive: the
+// same process, not one that was given its pid later).
 func ApplyAlive(r state.Run) bool {
-	host, _ := os.Hostname()
-	if r.PID <= 0 || r.Host != host || r.PID == os.Getpid() {
-		return false
-	}
-	if r.State != state.RunRunning {
-		return false
-	}
-	return syscall.Kill(r.PID, 0) == nil
+	return r.State == state.RunRunning && OwnerAlive(r)
 }
