@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -91,5 +92,22 @@ func TestSelfIdentity(t *testing.T) {
 	again, err := procIdentity(os.Getpid())
 	if err != nil || again != id {
 		t.Errorf("procIdentity(self) = %q, %v; want %q", again, err, id)
+	}
+}
+
+// TestFindRunEmptyPrefix: "" is a prefix of every run id; it names none.
+func TestFindRunEmptyPrefix(t *testing.T) {
+	ctx := context.Background()
+	store, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.CreateRun(ctx, state.Run{ID: "only-0101-000000-aaaa", Name: "only", State: state.RunFailed}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := FindRun(ctx, store, "")
+	if err == nil || !strings.Contains(err.Error(), "the run id is empty") {
+		t.Errorf(`FindRun("") = %q, %v; want an error`, r.ID, err)
 	}
 }

@@ -31,6 +31,11 @@ func NewRunID(name string) string {
 
 // FindRun resolves a run id, a unique prefix of one, or "latest".
 func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, error) {
+	if id == "" {
+		// Every id starts with "": an empty prefix would pick a run the
+		// user never named.
+		return state.Run{}, errors.New(`the run id is empty: give a run id, a unique prefix of one, or "latest" (taoflow status lists them)`)
+	}
 	if id == "latest" {
 		r, err := store.LatestRun(ctx)
 		if errors.Is(err, state.ErrNotFound) {
