@@ -706,14 +706,15 @@ func (d *docker) cancel(ctx context.Context, inst platform.Instance, ids []strin
 func removeScript(ids []string) string {
 	var b strings.Builder
 	b.WriteString(dockerCheck)
-	b.WriteString("docker rm -f -v")
+	b.WriteString("tf_err=$(docker rm -f -v")
 	for _, id := range ids {
 		b.WriteString(" " + plan.ShellQuote(id))
 	}
 	// rm -f of a container that is gone already fails with older CLIs.
-	b.WriteString(` > /dev/null 2> "${TMPDIR:-/tmp}/taoflow-rm.$$"
-grep -v -e '^[[:space:]]*$' -e 'No such' "${TMPDIR:-/tmp}/taoflow-rm.$$" >&2 && rc=1 || rc=0
-rm -f "${TMPDIR:-/tmp}/taoflow-rm.$$"
+	// Its stderr is kept in a variable, not a file: a fixed name under
+	// /tmp could be planted by another user of the instance.
+	b.WriteString(` 2>&1 > /dev/null)
+printf '%s\n' "$tf_err" | grep -v -e '^[[:space:]]*$' -e 'No such' >&2 && rc=1 || rc=0
 `)
 	b.WriteString("for n in")
 	for _, id := range ids {
@@ -734,7 +735,13 @@ func (d *docker) remove(ctx context.Context, inst platform.Instance, ids []strin
 // cleanupScript stops and removes every container labelled
 // taoflow.run=<run> and taoflow.instance=<instance> (exactly those values),
 // marking those that ran as canceled. An instance without docker has none.
-func (d *docker) cleanupScript(instance string) string {
+// With removeDirs it removes their job directories too (copies of their
+// logs, markers), else only the log copies.
+func (d *docker) cleanupScript(instance string, removeDirs bool) string {
+	drop := dropLogs
+	if removeDirs {
+		drop = fmt.Sprintf(`rm -rf "$HOME"/%s/"$n"`, plan.ShellQuote(jobsDir))
+	}
 	return fmt.Sprintf(`command -v docker >/dev/null 2>&1 || exit 0
 all=$(docker ps -a --filter label=%[1]s --filter label=%[5]s --format '{{.Names}} {{.State}}') || { echo 'cannot list the containers (is the docker daemon running?)' >&2; exit %[2]d; }
 live= names=
@@ -756,11 +763,11 @@ fi
 docker rm -f -v $names > /dev/null || exit 1
 for n in $names; do %[6]s; done
 echo "removed container(s)$names"
-`, plan.ShellQuote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, plan.ShellQuote(jobsDir), d.stopSeconds(), plan.ShellQuote(labelInstance+"="+instance), dropLogs)
+`, plan.ShellQuote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, plan.ShellQuote(jobsDir), d.stopSeconds(), plan.ShellQuote(labelInstance+"="+instance), drop)
 }
 
 func (d *docker) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
-	return d.run(ctx, inst, d.cleanupScript(inst.Name), "removing this run's containers")
+	return d.run(ctx, inst, d.cleanupScript(inst.Name, !d.s.keepJobDirs(inst)), "removing this run's containers")
 }
 
 // run runs a stop or remove script and returns its output lines.

@@ -344,22 +344,31 @@ func (p *process) cancel(ctx context.Context, inst platform.Instance, ids []stri
 }
 
 // cleanupScript stops every job of run whose directory name starts with
-// prefix (and whose run file, where it has one, names run).
-func (p *process) cleanupScript(prefix, run string) string {
+// prefix (and whose run file, where it has one, names run); with remove,
+// it then removes their job directories (the logs in them hold whatever
+// the jobs printed, secrets included).
+func (p *process) cleanupScript(prefix, run string, remove bool) string {
 	var b strings.Builder
 	b.WriteString(p.funcs())
-	fmt.Fprintf(&b, `for d in "$HOME"/%s/%s*; do
+	fmt.Fprintf(&b, `tf_dirs=
+for d in "$HOME"/%s/%s*; do
 	[ -d "$d" ] || continue
 	if [ -f "$d/run" ] && [ "$(cat "$d/run")" != %s ]; then continue; fi
 	tf_term "$d"
+	tf_dirs="$tf_dirs $(basename "$d")"
 done
 tf_reap
 `, plan.ShellQuote(jobsDir), plan.ShellQuote(prefix), plan.ShellQuote(run))
+	if remove {
+		// Job ids are [a-zA-Z0-9_.-] words (plan.JobID), so the list
+		// splits as it was built.
+		fmt.Fprintf(&b, "for n in $tf_dirs; do rm -rf \"$HOME\"/%s/\"$n\"; done\n", plan.ShellQuote(jobsDir))
+	}
 	return b.String()
 }
 
 func (p *process) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
-	return p.stop(ctx, inst, p.cleanupScript(plan.JobPrefix(p.s.cfg.RunID), p.s.cfg.RunID))
+	return p.stop(ctx, inst, p.cleanupScript(plan.JobPrefix(p.s.cfg.RunID), p.s.cfg.RunID, !p.s.keepJobDirs(inst)))
 }
 
 func (p *process) stop(ctx context.Context, inst platform.Instance, script string) ([]string, error) {

@@ -233,10 +233,23 @@ const transientTries = 4
 
 var transientBackoff = time.Second
 
-// exec runs script on inst with the given stdin (nil is none). A transient
-// transport failure is tried again (see transientTries); a cancelled ctx
-// is returned as its cause.
+// privatePrelude starts every script but the readiness probe: what a
+// script creates on the instance (job directories, logs that hold what the
+// job printed, copies of container logs, temporary files) is the user's
+// alone, and so is ~/.taoflow when an older taoflow made it 0755.
+const privatePrelude = `umask 077
+[ ! -d "$HOME/.taoflow" ] || chmod go= "$HOME/.taoflow" 2>/dev/null
+`
+
+// exec runs script on inst with the given stdin (nil is none), after
+// privatePrelude. A transient transport failure is tried again (see
+// transientTries); a cancelled ctx is returned as its cause.
 func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string, stdin []byte) (platform.Result, error) {
+	if script != probeScript {
+		// The probe stays the two words it is (DESIGN §4): it creates
+		// nothing.
+		script = privatePrelude + script
+	}
 	wait := transientBackoff
 	for try := 1; ; try++ {
 		var in io.Reader
