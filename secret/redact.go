@@ -238,3 +238,14 @@ func ClipText(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// MaxLen is the length in bytes of the longest form r redacts (0 for
+// none). A stream that must pass on part of a text before the rest arrives
+// redacts it, passes on all but its last MaxLen bytes and keeps those with
+// what follows: a secret not yet whole lies within them.
+func (r *Redactor) MaxLen() int {
+	if r == nil {
+		return 0
+	}
+	return r.maxLen
+}

@@ -49,3 +49,44 @@ func TestClipAfterRedact(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamLogBounded: output without \n (a \r progress bar, a blob) is
+// passed on as it comes instead of held whole, the held part stays
+// bounded, nothing is lost, and a secret across a forced cut is still
+// redacted whole.
+func TestStreamLogBounded(t *testing.T) {
+	set, err := secret.Resolve([]string{"S"}, func(string) (string, bool) { return clipSecret, true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Secrets: set, Owner: "test:1"})
+	var log strings.Builder
+	req := Request{Log: &redactWriter{w: &log, r: s.redact}}
+	w := &watched{}
+
+	s.streamLog(req, w, []byte("10%\r20%\r30"))
+	if got := log.String(); got != "10%\r20%\r" || string(w.partial) != "30" {
+		t.Errorf("after a \\r progress bar: log %q, held %q; want the lines ended by \\r passed on", got, w.partial)
+	}
+	log.Reset()
+	w.partial = nil
+
+	// 1 MiB without a line end, the secret placed across the first
+	// maxPartial boundary, in chunks the size of a poll's.
+	blob := strings.Repeat("x", maxPartial-5) + clipSecret + strings.Repeat("y", 1<<20)
+	for i := 0; i < len(blob); i += 4096 {
+		s.streamLog(req, w, []byte(blob[i:min(i+4096, len(blob))]))
+		if len(w.partial) > maxPartial+4096 {
+			t.Fatalf("%d bytes held back after %d bytes of output", len(w.partial), i+4096)
+		}
+	}
+	s.flushLog(req, w)
+	got := strings.ReplaceAll(log.String(), "\n", "")
+	if p := leakedPrefix(got); p != "" {
+		t.Errorf("the node log holds the secret's prefix %q", p)
+	}
+	want := strings.Replace(blob, clipSecret, secret.Mask, 1)
+	if got != want {
+		t.Errorf("the node log holds %d bytes, want the %d of the output (secret masked)", len(got), len(want))
+	}
+}
