@@ -171,7 +171,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		for _, k := range a.Kept() {
 			fmt.Fprintf(errOut, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, a.ID)
 		}
-		printOutcome(errOut, a.ID, a.Graph, sum, verdict)
+		printOutcome(escapeWriter{errOut}, a.ID, a.Graph, sum, verdict)
 	}
 	if n := a.StateErrors(); n > 0 {
 		fmt.Fprintf(errOut, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", n, a.ID)

@@ -2,20 +2,31 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
 
-// escapeControls makes text safe to print on a terminal: C0 controls
-// (except tab), DEL and C1 controls become visible escapes (\x1b,
-// \u009b), and so does a byte that is not UTF-8, so a matrix value or a
-// line of job output cannot move the cursor, retitle the window or hide
-// text. Newlines are escaped too: a human line stays one line. JSON
-// output does not need this; its string escaping covers controls.
-func escapeControls(s string) string {
-	clean := true
+// Human output is escaped: a matrix value, a node id, a line of job output
+// or a message from an instance cannot drive the user's terminal (move the
+// cursor, retitle the window, rewrite what was printed, hide text). C0
+// controls but tab (and newline where a text may span lines), DEL, C1
+// controls and bytes that are not UTF-8 are shown as \xNN or \uNNNN. JSON
+// output is not escaped here: its string escaping already covers controls.
+
+// escapeControls escapes s for one field of a line: newlines too.
+func escapeControls(s string) string { return escapeTerminal(s, false) }
+
+// escapeText escapes s, keeping its newlines.
+func escapeText(s string) string { return escapeTerminal(s, true) }
+
+func escapeTerminal(s string, keepNewline bool) string {
+	needs := func(r rune) bool {
+		return (r < 0x20 && r != '\t' && (r != '\n' || !keepNewline)) || r == 0x7f || (r >= 0x80 && r <= 0x9f)
+	}
+	clean := utf8.ValidString(s)
 	for _, r := range s {
-		if needsEscape(r) {
+		if !clean || needs(r) {
 			clean = false
 			break
 		}
@@ -29,9 +40,9 @@ func escapeControls(s string) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r < 0x80 && needsEscape(r):
+		case r < 0x80 && needs(r):
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case needsEscape(r):
+		case needs(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])
@@ -41,8 +52,13 @@ func escapeControls(s string) string {
 	return b.String()
 }
 
-// needsEscape reports whether r is a control a terminal acts on, or the
-// replacement for a byte that is not UTF-8.
-func needsEscape(r rune) bool {
-	return (r < 0x20 && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError
+// escapeWriter escapes (escapeText) each write on its own way to w. The
+// writers it is given write whole lines, so no character spans two writes.
+type escapeWriter struct{ w io.Writer }
+
+func (e escapeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(e.w, escapeText(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

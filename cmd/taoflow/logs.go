@@ -54,7 +54,7 @@ RUN is an id, a unique prefix of one, or "latest".`,
 					nodes = append(nodes, n.ID)
 				}
 			}
-			return printLogs(ctx, sio.out, store, run.ID, nodes, len(args) == 1, follow)
+			return printLogs(ctx, escapeWriter{sio.out}, store, run.ID, nodes, len(args) == 1, follow)
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the node or run ends")

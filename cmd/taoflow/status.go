@@ -76,7 +76,7 @@ func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool)
 		fmt.Fprintln(w, "no runs yet")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(escapeWriter{w}, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE")
 	for _, r := range runs {
 		alive, _ := store.Alive(ctx, r.ID)
@@ -105,6 +105,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	if asJSON {
 		return writeJSON(w, runJSON{Run: r, Alive: runner.ApplyAlive(r), Nodes: nodes, Resources: alive})
 	}
+	w = escapeWriter{w}
 	fmt.Fprintf(w, "run %s (plan %s, %s)\n", r.ID, r.Name, r.PlanFile)
 	fmt.Fprintf(w, "state: %s, started %s, %s", r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r))
 	if !r.EndedAt.IsZero() {
