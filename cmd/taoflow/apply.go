@@ -142,6 +142,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	}
 	defer a.Close()
 	view, closeView := newView(f.output, out, sio.out, a.Graph)
+	view = redactedView{view, red}
 	if f.output != "json" {
 		if prior != nil {
 			fmt.Fprintf(errOut, "taoflow: resuming run %s (%d of %d nodes succeeded before; %d instances); state in %s\n", a.ID, len(a.Done), len(a.Graph.Nodes), len(p.Instances), g.stateDir)

@@ -5,6 +5,9 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/secret"
 )
 
 // Human output is escaped: a matrix value, a node id, a line of job output
@@ -61,4 +64,17 @@ func (e escapeWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// redactedView redacts what an event says before a view sees it: the
+// live view cuts lines to the terminal's width, and a cut made before the
+// output's redaction would leave a secret's prefix unmatched.
+type redactedView struct {
+	v   engine.Observer
+	red *secret.Redactor
+}
+
+func (r redactedView) Event(e engine.Event) {
+	e.Message = r.red.Redact(e.Message)
+	r.v.Event(e)
 }
