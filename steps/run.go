@@ -49,6 +49,9 @@ func (s *Steps) jobSpecFor(req Request) (jobSpec, runtime, string, error) {
 	if !jobIDRE.MatchString(req.JobID) {
 		return jobSpec{}, nil, "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("job id %q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", req.JobID)}
 	}
+	if err := confinedPaths(req, "volumes", "results", "workdir"); err != nil {
+		return jobSpec{}, nil, "", err
+	}
 	spec := jobSpec{
 		ID:       req.JobID,
 		Instance: req.Instance.Name,
