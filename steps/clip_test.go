@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/secret"
 )
 
@@ -88,5 +89,23 @@ func TestStreamLogBounded(t *testing.T) {
 	want := strings.Replace(blob, clipSecret, secret.Mask, 1)
 	if got != want {
 		t.Errorf("the node log holds %d bytes, want the %d of the output (secret masked)", len(got), len(want))
+	}
+}
+
+// TestCutOutputDropsPartialLine: output a platform cut at its capture
+// limit in the middle of a secret loses the rest of that line, so the
+// secret's tail, which the redactor cannot recognise, goes nowhere.
+func TestCutOutputDropsPartialLine(t *testing.T) {
+	tail := platform.NewTail(64)
+	_, _ = tail.Write([]byte(strings.Repeat("a", 100) + "key=" + clipSecret + "\nlast line\n"))
+	out := string(dropCutLine(tail.Bytes()))
+	if strings.Contains(out, clipSecret[len(clipSecret)-8:]) {
+		t.Errorf("the cut line's tail of the secret survived: %q", out)
+	}
+	if !strings.HasPrefix(out, "[taoflow: output truncated") || !strings.HasSuffix(out, "\nlast line\n") {
+		t.Errorf("the marker or the whole lines after the cut were lost: %q", out)
+	}
+	if got := string(dropCutLine([]byte("whole\n"))); got != "whole\n" {
+		t.Errorf("uncut output changed: %q", got)
 	}
 }

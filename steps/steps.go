@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -257,6 +258,7 @@ func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string,
 			in = strings.NewReader(string(stdin))
 		}
 		res, err := s.cfg.Platform.Exec(ctx, inst, script, in)
+		res.Stdout, res.Stderr = dropCutLine(res.Stdout), dropCutLine(res.Stderr)
 		if err != nil && ctx.Err() != nil {
 			return res, context.Cause(ctx)
 		}
@@ -272,6 +274,28 @@ func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string,
 		}
 		wait *= 2
 	}
+}
+
+// truncatedMarker starts output a platform cut to its capture limit
+// (platform.Tail): the marker line, then the last bytes.
+var truncatedMarker = []byte("[taoflow: output truncated")
+
+// dropCutLine removes, from output a platform cut short, the line the cut
+// fell in after the marker: it may begin inside a secret, and the rest of
+// a secret no longer matches the redactor.
+func dropCutLine(b []byte) []byte {
+	if !bytes.HasPrefix(b, truncatedMarker) {
+		return b
+	}
+	m := bytes.IndexByte(b, '\n') + 1
+	if m == 0 {
+		return b
+	}
+	cut := bytes.IndexByte(b[m:], '\n') + 1
+	if cut == 0 {
+		return b[:m]
+	}
+	return append(b[:m:m], b[m+cut:]...)
 }
 
 // redactWriter redacts each write on its own. Steps write the node log in
