@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -56,6 +58,14 @@ func (d Destroyer) Check(runID string, alive []state.Resource) error {
 	for _, res := range alive {
 		if _, err := d.confirmedData(res.Data); err != nil {
 			return refused(fmt.Errorf("run %s, %s %s: %w", runID, res.Kind, res.Name, err))
+		}
+		// A brev instance the run created has the name the run gives it;
+		// a state naming another (one of your other instances) is not
+		// trusted to delete it.
+		if ref := res.Data["ref"]; res.Platform == plan.PlatformBrev && res.Kind == state.KindInstance && ref != "" {
+			if want := brev.InstanceName(runID, res.Instance); ref != want {
+				return refused(fmt.Errorf("run %s, instance %s: the state names the brev instance %q, but run %s named it %q; refusing to delete what the run did not name", runID, res.Instance, ref, runID, want))
+			}
 		}
 	}
 	return nil

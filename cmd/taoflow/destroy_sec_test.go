@@ -185,3 +185,16 @@ func TestBrevDestroyConfirmedBinary(t *testing.T) {
 	}
 	f.CheckNoneAlive(t)
 }
+
+// TestForgedStateNamesAnotherInstance: a state whose brev instance is not
+// the one its run would have named (one of the user's other instances) is
+// refused before brev runs.
+func TestForgedStateNamesAnotherInstance(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const run = "forged-0101-000000-bbbb"
+	recordRun(t, run, state.Run{}, "brev", map[string]string{"ref": "tf-precious-box"})
+	code, out, errOut := applyCLI(t, "destroy", run, "--yes")
+	if code != exitUsage || !strings.Contains(errOut, `names the brev instance "tf-precious-box"`) {
+		t.Errorf("destroy exit %d, want %d naming the instance\n%s%s", code, exitUsage, out, errOut)
+	}
+}
