@@ -3,6 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/secret"
 )
 
 // escPlan has a matrix value and job output that hold terminal escape
@@ -73,5 +76,18 @@ func TestEscapeControls(t *testing.T) {
 		if got := escapeText(tt.in); got != tt.text {
 			t.Errorf("%s: escapeText(%q) = %q, want %q", name, tt.in, got, tt.text)
 		}
+	}
+}
+
+// TestLiveViewRedactsBeforeClip: the live view cuts lines to the
+// terminal's width; the events it is given are redacted first, so a secret
+// across the cut leaves no prefix on the terminal.
+func TestLiveViewRedactsBeforeClip(t *testing.T) {
+	const secretValue = "live-s3cr3t-value-0123456789"
+	seen := []string{}
+	v := redactedView{engine.ObserverFunc(func(e engine.Event) { seen = append(seen, e.Message) }), secret.NewRedactor(secretValue)}
+	v.Event(engine.Event{Type: engine.NodeLog, Node: "n", Message: strings.Repeat("x", 70) + secretValue})
+	if len(seen) != 1 || strings.Contains(seen[0], secretValue[:8]) || !strings.HasSuffix(seen[0], secret.Mask) {
+		t.Errorf("the view saw %q", seen)
 	}
 }
