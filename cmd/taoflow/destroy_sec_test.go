@@ -102,7 +102,8 @@ func TestUnsafeStateRefusedCLI(t *testing.T) {
 	if err := os.Chmod(".taoflow", 0o777); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"destroy", "--all", "--yes"}, {"cancel", "mine"}, {"status"}, {"logs", "mine"}} {
+	writePlan(t, "p.yaml", "taoflow: 1\nname: p\ninstances: {a: {}}\nsteps:\n  - id: pre\n    uses: preflight\n")
+	for _, args := range [][]string{{"destroy", "--all", "--yes"}, {"cancel", "mine"}, {"status"}, {"logs", "mine"}, {"apply", "p.yaml"}} {
 		code, out, errOut := applyCLI(t, args...)
 		if code != exitUsage || !strings.Contains(errOut, "writable by group or others (mode 0777)") {
 			t.Errorf("%s: exit %d, want %d saying why\n%s%s", strings.Join(args, " "), code, exitUsage, out, errOut)
