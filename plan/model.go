@@ -144,6 +144,15 @@ func (m *Matrix) Cells() int {
 	return n
 }
 
+// RunCreates reports whether a run on platform kind creates the instance,
+// and so records it, may bill for it and deletes it at teardown unless it
+// has keep: true. Local sandboxes and brev create: are the run's; ssh hosts
+// and brev existing: are used as they are and never deleted. The checker's
+// keep: warning and the runner's Acquire both ask here.
+func (in *Instance) RunCreates(kind string) bool {
+	return kind == PlatformLocal || in.Create
+}
+
 // Instance returns the instance named name, or nil.
 func (p *Plan) Instance(name string) *Instance {
 	for _, in := range p.Instances {

@@ -59,7 +59,7 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	}
 	spec := platform.Spec{Name: name, Type: pi.CreateType, Existing: pi.Existing, Host: pi.Host}
 	creator, canCreate := in.platform.(platform.Creator)
-	owned := canCreate && (in.platform.Kind() == plan.PlatformLocal || pi.Create)
+	owned := canCreate && pi.RunCreates(in.platform.Kind())
 	if !owned {
 		inst := platform.Instance{Name: name, Ref: pi.Host}
 		if canCreate && pi.Existing != "" {
