@@ -103,7 +103,7 @@ func buildInstance(f Field) *Instance {
 }
 
 func buildStep(v *Value, final bool) *Step {
-	s := &Step{Pos: v.Pos, Finally: final, Retries: 0, Backoff: 10 * time.Second}
+	s := &Step{Pos: v.Pos, Finally: final, Retries: 0, Backoff: DefaultBackoff}
 	if f := v.Field("id"); f != nil && f.Value.Kind == Scalar {
 		s.ID, s.IDPos = f.Value.Text, f.Value.Pos
 	} else {

@@ -78,6 +78,10 @@ type Instance struct {
 	Keep       bool
 }
 
+// DefaultBackoff is the wait before a step's first retry when retries:
+// gives no backoff (the schema documents it as its default).
+const DefaultBackoff = 10 * time.Second
+
 // Step is one entry of `steps` or `finally`.
 type Step struct {
 	ID              string

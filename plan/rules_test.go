@@ -1,9 +1,12 @@
 package plan_test
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/schema"
 )
 
 // TestRunCreates pins the one ownership rule (issue 15): local sandboxes and
@@ -34,5 +37,40 @@ func TestRunCreates(t *testing.T) {
 				t.Errorf("keep: warning = %v, want %v; diagnostics: %v", warned, !tc.creates, diags)
 			}
 		})
+	}
+}
+
+// TestDefaultBackoffMatchesSchema: the schema documents the default backoff
+// (the reference is generated from it); plan.DefaultBackoff is the value used.
+func TestDefaultBackoffMatchesSchema(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(schema.JSON, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if b, ok := v["backoff"].(map[string]any); ok {
+				if d, ok := b["default"].(string); ok {
+					found = append(found, d)
+				}
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(doc)
+	if len(found) != 1 {
+		t.Fatalf("schema has %d backoff defaults (%v), want 1", len(found), found)
+	}
+	if d, err := time.ParseDuration(found[0]); err != nil || d != plan.DefaultBackoff {
+		t.Errorf("schema backoff default %q, plan.DefaultBackoff %v", found[0], plan.DefaultBackoff)
 	}
 }
