@@ -245,10 +245,8 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		return fmt.Errorf("instance %s is not available", t.Instance)
 	}
 	n := t.Node
-	req := steps.Request{
-		NodeID: n.ID, Step: n.Step, Instance: inst, With: t.With, JobID: n.JobID,
-		Attempt: t.Attempt, Log: t.Log, Progress: t.Progress, Release: t.Release,
-	}
+	req := StepRequest(e.g, e.run, n, inst, t.With, t.Upstream)
+	req.Attempt, req.Log, req.Progress, req.Release = t.Attempt, t.Log, t.Progress, t.Release
 	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {
 		req.Facts = prior.Facts
 	}
@@ -256,27 +254,6 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		if err := e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, key, value); err != nil && t.Log != nil {
 			fmt.Fprintf(t.Log, "could not record the %s in the state: %v\n", key, err)
 		}
-	}
-	if n.Cell != nil {
-		c := &steps.Cell{ID: n.Cell.ID, Index: n.Cell.Index}
-		for _, v := range n.Cell.Values {
-			c.Values = append(c.Values, steps.KV{Key: v.Key, Value: v.Value})
-		}
-		req.Cell = c
-	}
-	for _, up := range t.Upstream {
-		if up.Node.Step.Uses != plan.KindRun {
-			continue
-		}
-		w := e.g.With(up.Node, engine.Scope{RunID: e.run, Instance: up.Instance})
-		job := steps.Job{ID: up.Node.JobID}
-		if v := w.Get("results"); v != nil {
-			job.Results = v.Text
-		}
-		if v := w.Get("image"); v != nil {
-			job.Image = v.Text
-		}
-		req.Jobs = append(req.Jobs, job)
 	}
 	if n.Step.Uses == plan.KindRun {
 		data := PlatformData(e.insts.plan)

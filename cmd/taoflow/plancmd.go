@@ -12,7 +12,7 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
-	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -176,34 +176,7 @@ func newPreviewer(g *engine.Graph) *previewer {
 // commands returns the remote commands of node n, with RUN for the run id
 // and INSTANCE for a cell's instance.
 func (pv *previewer) commands(n *engine.Node) ([]steps.Command, error) {
-	inst := n.Instance
-	if inst == "" {
-		inst = "INSTANCE"
-	}
-	req := steps.Request{NodeID: n.ID, Step: n.Step, Instance: platform.Instance{Name: inst}, JobID: n.JobID,
-		With: pv.g.With(n, engine.Scope{RunID: "RUN", Instance: inst})}
-	if n.Step.Uses == plan.KindWait {
-		for _, d := range n.Needs {
-			ups := pv.g.StepNodes(d.Step)
-			if d.Kind == engine.DepNode {
-				ups = []*engine.Node{pv.g.Node(d.Node)}
-			}
-			for _, up := range ups {
-				if up == nil || up.Step.Uses != plan.KindRun || (d.Kind != engine.DepNode && up.Instance != n.Instance) {
-					continue
-				}
-				w := pv.g.With(up, engine.Scope{RunID: "RUN", Instance: inst})
-				job := steps.Job{ID: up.JobID}
-				if v := w.Get("results"); v != nil {
-					job.Results = v.Text
-				}
-				if v := w.Get("image"); v != nil {
-					job.Image = v.Text
-				}
-				req.Jobs = append(req.Jobs, job)
-			}
-		}
-	}
+	req := runner.PreviewRequest(pv.g, "RUN", n)
 	return pv.steps.Preview(req)
 }
 
