@@ -71,11 +71,43 @@ func (m ReleaseMode) String() string {
 	return "delete"
 }
 
+// ReleaseOutcome says what became of an instance that was released.
+type ReleaseOutcome int
+
+// Release outcomes.
+const (
+	// ReleaseDeleted: the run created it, and it is deleted (or was found
+	// gone).
+	ReleaseDeleted ReleaseOutcome = iota
+	// ReleaseStopped: the run created it and stopped it instead of
+	// deleting it (its disk holds results whose upload failed). It still
+	// exists, and bills for its disk.
+	ReleaseStopped
+	// ReleaseKept: the run created it and the plan says keep: true.
+	ReleaseKept
+	// ReleaseLeftAlone: the run did not create it (an ssh host, an
+	// existing instance); only the run's jobs on it were stopped.
+	ReleaseLeftAlone
+)
+
+func (o ReleaseOutcome) String() string {
+	switch o {
+	case ReleaseStopped:
+		return "stopped"
+	case ReleaseKept:
+		return "kept"
+	case ReleaseLeftAlone:
+		return "left alone"
+	}
+	return "deleted"
+}
+
 // Instances provides and releases the run's instances. Release must be
-// idempotent; an error means the instance may still exist.
+// idempotent; it says what became of the instance, and an error means the
+// instance may still exist although it was not meant to.
 type Instances interface {
 	Acquire(ctx context.Context, name string) error
-	Release(ctx context.Context, name string, mode ReleaseMode) error
+	Release(ctx context.Context, name string, mode ReleaseMode) (ReleaseOutcome, error)
 }
 
 // Config of a run.
@@ -100,8 +132,11 @@ type Summary struct {
 	Placement map[string]string // node → instance it ran on
 	// Interrupted is set when the caller's context was cancelled.
 	Interrupted bool
-	// Stopped lists instances stopped instead of deleted (failed upload).
+	// Stopped lists instances stopped instead of deleted (failed upload):
+	// they still exist and were not meant to.
 	Stopped []string
+	// Kept lists instances kept by keep: true.
+	Kept []string
 	// Left lists instances whose release failed or was refused: they may
 	// still exist (and bill).
 	Left []string
@@ -163,6 +198,7 @@ type instRun struct {
 	forceDelete   bool
 	waiters       []chan error
 	releaseErrMsg string
+	outcome       ReleaseOutcome // of the release, once released
 }
 
 type nodeResult struct {
@@ -178,9 +214,9 @@ type acquireResult struct {
 }
 
 type releaseResult struct {
-	inst string
-	mode ReleaseMode
-	err  error
+	inst    string
+	outcome ReleaseOutcome
+	err     error
 }
 
 type releaseRequest struct {
@@ -422,16 +458,12 @@ func (r *runner) handle(msg any) {
 		r.wakeSlots("")
 		in := r.insts[m.inst]
 		in.releasing, in.released = false, true
+		in.outcome = m.outcome
 		if m.err != nil {
 			in.releaseErrMsg = m.err.Error()
 			r.emit(Event{Type: InstanceLeft, Instance: m.inst, Message: m.err.Error()})
 		} else {
-			msg := "deleted"
-			if m.mode == ReleaseStop {
-				msg = "stopped instead of deleted: a results upload on it failed (its disk is kept)"
-				in.releaseErrMsg = "stopped"
-			}
-			r.emit(Event{Type: InstanceReleased, Instance: m.inst, Message: msg})
+			r.emit(Event{Type: InstanceReleased, Instance: m.inst, Message: releasedMessage(m.outcome)})
 		}
 		for _, w := range in.waiters {
 			w <- r.releaseError(in)
@@ -441,10 +473,23 @@ func (r *runner) handle(msg any) {
 }
 
 func (r *runner) releaseError(in *instRun) error {
-	if in.releaseErrMsg == "" || in.releaseErrMsg == "stopped" {
+	if in.releaseErrMsg == "" {
 		return nil
 	}
 	return errors.New(in.releaseErrMsg)
+}
+
+// releasedMessage is what the InstanceReleased event says of outcome.
+func releasedMessage(o ReleaseOutcome) string {
+	switch o {
+	case ReleaseStopped:
+		return "stopped instead of deleted: a results upload on it failed (its disk is kept)"
+	case ReleaseKept:
+		return "kept (keep: true)"
+	case ReleaseLeftAlone:
+		return "left as it is (not created by this run)"
+	}
+	return "deleted"
 }
 
 // finish records a node's end and what it means for others.
@@ -876,19 +921,19 @@ func (r *runner) startRelease(in *instRun) {
 		ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(r.stepsCtx), r.cfg.FinallyTimeout,
 			fmt.Errorf("releasing %s took longer than %s", in.name, r.cfg.FinallyTimeout))
 		defer cancel()
-		err := r.safeRelease(ctx, in.name, mode)
-		r.results <- releaseResult{inst: in.name, mode: mode, err: err}
+		outcome, err := r.safeRelease(ctx, in.name, mode)
+		r.results <- releaseResult{inst: in.name, outcome: outcome, err: err}
 	}()
 }
 
-func (r *runner) safeRelease(ctx context.Context, name string, mode ReleaseMode) (err error) {
+func (r *runner) safeRelease(ctx context.Context, name string, mode ReleaseMode) (outcome ReleaseOutcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic while releasing %s: %v", name, p)
 		}
 	}()
 	if r.cfg.Instances == nil {
-		return nil
+		return ReleaseDeleted, nil
 	}
 	return r.cfg.Instances.Release(ctx, name, mode)
 }
@@ -1007,10 +1052,13 @@ func (r *runner) summary() Summary {
 	for _, name := range r.g.Plan.InstanceNames() {
 		in := r.insts[name]
 		switch {
-		case in.releaseErrMsg == "stopped":
-			s.Stopped = append(s.Stopped, name)
 		case in.releaseErrMsg != "":
 			s.Left = append(s.Left, name)
+		case !in.released:
+		case in.outcome == ReleaseStopped:
+			s.Stopped = append(s.Stopped, name)
+		case in.outcome == ReleaseKept:
+			s.Kept = append(s.Kept, name)
 		}
 	}
 	return s

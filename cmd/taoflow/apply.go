@@ -190,7 +190,7 @@ func printOutcome(w io.Writer, runID string, g *engine.Graph, s engine.Summary, 
 		}
 	}
 	for _, name := range s.Stopped {
-		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them\n", name)
+		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them; it bills for its disk until removed with: taoflow destroy %s --yes\n", name, runID)
 	}
 	if len(s.Left) > 0 {
 		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(s.Left, ", "))

@@ -98,6 +98,7 @@ var (
 	_ platform.Namer    = (*Brev)(nil)
 	_ platform.Checker  = (*Brev)(nil)
 	_ platform.Adopter  = (*Brev)(nil)
+	_ platform.Finder   = (*Brev)(nil)
 )
 
 // maxExecOutput is the most bytes of each of stdout and stderr that Exec

@@ -64,6 +64,30 @@ func (b *Brev) List(ctx context.Context) ([]platform.Instance, error) {
 	return out, nil
 }
 
+// Find looks the instance up in `brev ls --json` (platform.Finder): an
+// instance that is not listed, or is DELETING, is gone (platform.ErrNotFound);
+// a STOPPED or STOPPING one is platform.ErrStopped. It never reaches the
+// instance, so it answers at once for one that ssh cannot reach.
+func (b *Brev) Find(ctx context.Context, inst platform.Instance) error {
+	if _, err := b.Check(ctx); err != nil {
+		return err
+	}
+	ws, err := b.lsRetry(ctx)
+	if err != nil {
+		return err
+	}
+	w, ok := find(ws, inst.Ref)
+	switch {
+	case !ok:
+		return fmt.Errorf("brev instance %s (%s) is not in `brev ls`: %w", inst.Name, inst.Ref, platform.ErrNotFound)
+	case w.Status == statusDeleting:
+		return fmt.Errorf("brev instance %s (%s) is being deleted: %w", inst.Name, inst.Ref, platform.ErrNotFound)
+	case w.Status == statusStopped || w.Status == statusStopping:
+		return fmt.Errorf("brev instance %s (%s) is %s: %w", inst.Name, inst.Ref, w.Status, platform.ErrStopped)
+	}
+	return nil
+}
+
 // ls runs `brev ls --json` once.
 func (b *Brev) ls(ctx context.Context) ([]Workspace, error) {
 	out, err := b.call(ctx, "ls", "--json")
