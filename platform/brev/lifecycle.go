@@ -183,6 +183,11 @@ func (b *Brev) Create(ctx context.Context, run string, spec platform.Spec) (plat
 	start := time.Now()
 	deadline := start.Add(b.cfg.CreateTimeout)
 
+	if err := record(b.ledger, name); err != nil {
+		// Only reap is the less sure for it: it will not delete the
+		// instance, which the state still records.
+		b.progress(spec.Name, fmt.Sprintf("could not record %s for taoflow reap in %s: %v", name, b.ledger, err))
+	}
 	b.progress(spec.Name, fmt.Sprintf("creating %s (%s)", name, types))
 	if _, err := b.call(ctx, "create", "--type", types, "--detached", "--", name); err != nil {
 		return platform.Instance{}, b.abandon(ctx, inst, fmt.Errorf("brev create failed: %w", err), true)
