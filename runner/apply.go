@@ -9,6 +9,7 @@ import (
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/ssh"
 	"github.com/taoflow/taoflow/secret"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
@@ -122,6 +123,8 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
 	a.insts.notify = a.progress.send
 	if cfg.Resume != nil {
+		// What ssh left of the run's dead apply: its control directory.
+		ssh.Sweep(a.ID)
 		a.Done = cfg.Resume.done()
 		cfg.Resume.restore(a.steps, a.insts)
 	}

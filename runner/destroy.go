@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/ssh"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -74,6 +75,8 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 			_ = c.Close()
 		}
 	}
+	// What ssh left of the run's dead apply: its empty control directory.
+	ssh.Sweep(r.ID)
 	if failed == 0 && (r.State == state.RunRunning || r.State == state.RunTeardownIncomplete) {
 		_ = d.Store.UpdateRun(ctx, r.ID, state.RunUpdate{State: state.RunCanceled, EndedAt: time.Now(), ExitCode: d.CanceledExitCode, Message: "torn down by taoflow destroy"})
 	}

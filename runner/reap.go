@@ -16,6 +16,7 @@ import (
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/platform/local"
+	"github.com/taoflow/taoflow/platform/ssh"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -91,6 +92,8 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 	}
 	liveHere := LiveNames()
 	r := &Reaper{}
+	// The ssh control directories dead runs left, long untouched.
+	ssh.Sweep("")
 
 	// Brev instances named by taoflow.
 	if bin := cfg.BrevBinary; cfg.Only != ReapContainers && (bin != "" || haveProgram("brev")) {

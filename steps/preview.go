@@ -173,7 +173,7 @@ func (s *Steps) previewUpload(req Request) ([]Command, error) {
 			s.withSecrets("sync", syncScript(from, dest, excludes), names),
 			{What: "list the source", Script: sourceScript(from)},
 			s.withSecrets("list the destination (verify count and bytes)", listScript(dest), names),
-			s.withSecrets("write "+manifestName, putScript(dest), names),
+			s.withSecrets("write "+manifestName, putScript(dest, []byte("<the run's manifest, JSON>")), names),
 		}, nil
 	}
 	if !strings.HasPrefix(to, "file://") {

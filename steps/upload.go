@@ -125,7 +125,9 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	}
 	body = append(s.redact.RedactBytes(body), '\n')
 	path := plan.ShellQuote(filepath.Join(dest, manifestName))
-	res, err = s.exec(ctx, inst, fmt.Sprintf("cat > %[1]s.tmp && mv -f %[1]s.tmp %[1]s", path), body)
+	// The manifest travels inside the script, not on stdin: stdin is for
+	// secrets only (brev exec has none).
+	res, err = s.exec(ctx, inst, fmt.Sprintf("printf '%%s' %[2]s > %[1]s.tmp && mv -f %[1]s.tmp %[1]s", path, plan.ShellQuote(string(body))), nil)
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)

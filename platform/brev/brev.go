@@ -83,6 +83,9 @@ type Brev struct {
 	sshCfg ssh.Config // for TransportSSH, with its defaults filled in
 	sshMu  sync.Mutex
 	ssh    *ssh.SSH // made by the first Exec (see transport)
+	// execUsed are the aliases brev exec reached (TransportExec): their
+	// masters are asked to exit by closeMaster or Close.
+	execUsed map[string]bool
 
 	checkMu sync.Mutex
 	bin     string // absolute path of the brev CLI, once Check succeeded
@@ -250,12 +253,22 @@ func (b *Brev) Check(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("brev CLI %s: %w", bin, err)
 	}
-	out, err = b.callWith(ctx, bin, "ls", "--json")
-	if err != nil {
+	// A failing ls is tried again (a network hiccup), a logged-out brev
+	// is not.
+	for try := 1; ; try++ {
+		out, err = b.callWith(ctx, bin, "ls", "--json")
+		if err == nil {
+			break
+		}
 		if loggedOut(err) {
 			return "", fmt.Errorf("brev CLI %s: %w", bin, ErrNotLoggedIn)
 		}
-		return "", fmt.Errorf("brev CLI %s: `brev ls --json` failed, so taoflow could not track the instances it creates: %w", bin, err)
+		if ctx.Err() != nil || try == maxLsFailures {
+			return "", fmt.Errorf("brev CLI %s: `brev ls --json` failed (%d tries), so taoflow could not track the instances it creates: %w", bin, try, err)
+		}
+		if err := sleep(ctx, b.cfg.PollInterval); err != nil {
+			return "", fmt.Errorf("brev ls --json: %w", err)
+		}
 	}
 	if _, err := ParseList(out); err != nil {
 		if loggedOut(err) {
