@@ -500,6 +500,13 @@ func (b *Brev) deleteAndWait(ctx context.Context, name string) error {
 	case ctx.Err() != nil:
 		return err
 	case err != nil:
+		// An instance being deleted is deleted, whatever brev delete
+		// answered for it (the API may refuse a second delete).
+		if ws, lerr := b.lsRetry(ctx); lerr == nil {
+			if w, ok := find(ws, name); !ok || w.Status == statusDeleting {
+				return nil
+			}
+		}
 		return fmt.Errorf("brev delete failed %d times: %w; delete it with `brev delete %s`", deleteTries, err, name)
 	}
 	start := time.Now()
