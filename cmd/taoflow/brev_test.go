@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/taoflow/taoflow/internal/testrig"
+	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 	"github.com/taoflow/taoflow/runner"
@@ -346,9 +347,10 @@ finally:
 // name into the output and read stdin as names: a job exiting 7 is
 // reported as 7 and ran once, the other ran once too although its launch
 // hit two transient connection failures, and the echoed name reaches no
-// node log.
+// node log; brev's own ssh master connections (ControlPersist 10m) do not
+// outlive the run.
 func TestBrevExecTransport(t *testing.T) {
-	f, dir := brevEnv(t, brevtest.Options{})
+	f, dir := brevEnv(t, brevtest.Options{ControlMaster: true})
 	writePlan(t, "exec.yaml", brevExecPlan)
 	f.Inject(brevtest.Fault{Kind: "exec-transient", Match: "count-code-0", Times: 2})
 	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "exec.yaml")
@@ -388,6 +390,9 @@ func TestBrevExecTransport(t *testing.T) {
 	if transients != 2 {
 		t.Errorf("%d transient exec failures in the call log, want the 2 injected", transients)
 	}
+	if left := f.Masters(); len(left) > 0 {
+		t.Errorf("brev's ssh masters outlived the run: %v", left)
+	}
 	logs, err := filepath.Glob(filepath.Join(dir, ".taoflow", "runs", "*", "logs", "*.log"))
 	if err != nil || len(logs) == 0 {
 		t.Fatalf("no node logs: %v", err)
@@ -419,6 +424,17 @@ func brevCreate(t *testing.T, f *brevtest.Fake, name string) {
 			t.Fatalf("brev ls: %v\n%s", err, out)
 		}
 	}
+}
+
+// brevCreateRecorded is brevCreate for an instance taoflow created on this
+// machine: its name is in the user's ledger, as Create writes it before
+// brev create runs.
+func brevCreateRecorded(t *testing.T, f *brevtest.Fake, name string) {
+	t.Helper()
+	if err := brev.Record(brev.LedgerFile(os.Environ()), name); err != nil {
+		t.Fatal(err)
+	}
+	brevCreate(t, f, name)
 }
 
 // brevDelete deletes an instance with the (fake) brev CLI.
@@ -460,19 +476,22 @@ func recordBrevInstance(t *testing.T, dir, run, planHash, inst, name string, cre
 }
 
 // TestBrevReapAndDestroy: reap lists and deletes the tf- instances no state
-// knows about, never an instance it did not name, nor one the state
-// records (destroy removes that one, from the state alone).
+// knows about and that this user's taoflow created here, never an instance
+// it did not name, nor a teammate's tf- instance that an API key lists (it
+// lists it as not reaped, saying why), nor one the state records (destroy
+// removes that one, from the state alone).
 func TestBrevReapAndDestroy(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{})
 	f.AddExisting("my-box")
-	brevCreate(t, f, "tf-lost-0101-000000-aaaa-gpu")
-	brevCreate(t, f, "tf-dead-0101-000000-bbbb-gpu")
+	f.AddOthers("tf-theirs-0101-000000-ffff-gpu", "alice")
+	brevCreateRecorded(t, f, "tf-lost-0101-000000-aaaa-gpu")
+	brevCreateRecorded(t, f, "tf-dead-0101-000000-bbbb-gpu")
 	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "", "gpu", "tf-dead-0101-000000-bbbb-gpu", true)
 	// A run going on in another working directory of this machine (this
 	// process stands for its apply), and one whose apply died.
-	brevCreate(t, f, "tf-busy-0101-000000-dddd-gpu")
+	brevCreateRecorded(t, f, "tf-busy-0101-000000-dddd-gpu")
 	defer runner.Announce("busy-0101-000000-dddd", []string{"tf-busy-0101-000000-dddd-gpu"})()
-	brevCreate(t, f, "tf-gone-0101-000000-eeee-gpu")
+	brevCreateRecorded(t, f, "tf-gone-0101-000000-eeee-gpu")
 	ld, err := runner.LiveDir()
 	if err != nil {
 		t.Fatal(err)
@@ -492,8 +511,12 @@ func TestBrevReapAndDestroy(t *testing.T) {
 		!strings.Contains(out, "2 found") {
 		t.Errorf("reap did not list the lost instances:\n%s", out)
 	}
-	if strings.Contains(out, "my-box") || strings.Contains(out, "tf-dead") || strings.Contains(out, "tf-busy") {
-		t.Errorf("reap listed an instance it must leave:\n%s", out)
+	if strings.Contains(out, "my-box") || strings.Contains(out, "tf-dead") || strings.Contains(out, "tf-busy") || strings.Contains(out, "tf-theirs") {
+		t.Errorf("reap listed (to delete) an instance it must leave:\n%s", out)
+	}
+	if !strings.Contains(errOut, "brev instance tf-theirs-0101-000000-ffff-gpu (RUNNING g5.xlarge) is not reaped") ||
+		!strings.Contains(errOut, "brev-created does not say this user's taoflow created it") || !strings.Contains(errOut, "brev delete tf-theirs-0101-000000-ffff-gpu") {
+		t.Errorf("reap did not say why it leaves the teammate's instance:\n%s", errOut)
 	}
 	if !strings.Contains(errOut, "tf-busy-0101-000000-dddd-gpu belongs to run busy-0101-000000-dddd, whose apply is running on this machine") {
 		t.Errorf("reap did not say why it left the live run's instance:\n%s", errOut)
@@ -519,11 +542,18 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	if st := f.Status("tf-busy-0101-000000-dddd-gpu"); st != "RUNNING" {
 		t.Errorf("reap --yes touched the live run's instance: %s", st)
 	}
+	if st := f.Status("tf-theirs-0101-000000-ffff-gpu"); st != "RUNNING" {
+		t.Errorf("reap --yes touched a teammate's instance: %s", st)
+	}
+	for _, c := range f.CallsOf("delete", "tf-theirs-0101-000000-ffff-gpu") {
+		t.Errorf("reap ran brev %s", strings.Join(c.Args, " "))
+	}
 	code, out, errOut = applyCLI(t, "destroy", "dead-0101-000000-bbbb", "--yes")
 	if code != exitOK || !strings.Contains(out, "instance gpu: removed") {
 		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
 	}
 	brevDelete(t, f, "tf-busy-0101-000000-dddd-gpu")
+	brevDelete(t, f, "tf-theirs-0101-000000-ffff-gpu")
 	f.CheckNoneAlive(t)
 	if st := f.Status("my-box"); st != "RUNNING" {
 		t.Errorf("the existing instance is %s", st)
@@ -559,17 +589,42 @@ finally:
 
 // TestBrevUploadFailureStops: when the results upload fails, the instance
 // that holds them is stopped (disk kept, GPU billing stops), not deleted;
-// the run says so, and destroy removes it later.
+// it still exists and bills for its disk, so the run ends with exit 3 and
+// says so with the command that removes it; the state records it as
+// stopped (not as a failed delete), and destroy removes it later.
 func TestBrevUploadFailureStops(t *testing.T) {
-	f, _ := brevEnv(t, brevtest.Options{})
+	f, dir := brevEnv(t, brevtest.Options{})
 	writePlan(t, "upfail.yaml", brevUploadFails)
 	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "upfail.yaml")
-	if code != exitFailed {
-		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	if code != exitTeardown {
+		t.Fatalf("apply exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "instance gpu was stopped, not deleted: a results upload on it failed") {
-		t.Errorf("the run does not say the instance was stopped:\n%s", errOut)
+	if !regexp.MustCompile(`instance gpu was stopped, not deleted: a results upload on it failed .*; it bills for its disk until removed with: taoflow destroy brev-upfail-\S+ --yes`).MatchString(errOut) {
+		t.Errorf("the run does not say the instance was stopped, and how to remove it:\n%s", errOut)
 	}
+	if !strings.Contains(out, "instance gpu: stopped instead of deleted") || strings.Contains(out, "instance gpu: deleted") {
+		t.Errorf("the view does not say what became of the instance:\n%s", out)
+	}
+	func() {
+		store, err := state.OpenReadOnly(filepath.Join(dir, ".taoflow"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		r, err := store.LatestRun(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := store.Resources(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range res {
+			if x.Kind == state.KindInstance && x.State != state.ResourceStopped {
+				t.Errorf("the instance is recorded %s (%s); want %s", x.State, x.Message, state.ResourceStopped)
+			}
+		}
+	}()
 	var name string
 	for _, in := range f.Instances() {
 		if strings.HasSuffix(in.Name, "-gpu") {

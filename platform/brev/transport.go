@@ -67,9 +67,20 @@ func (b *Brev) exitBrevMaster(ctx context.Context, alias string) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, "ssh", "-F", filepath.Join(b.cfg.Home, ".ssh", "config"), "-O", "exit", "--", alias)
-	cmd.Env = b.env
-	_ = cmd.Run()
+	ssh := func(op string) error {
+		cmd := exec.CommandContext(cctx, "ssh", "-F", filepath.Join(b.cfg.Home, ".ssh", "config"), "-O", op, "--", alias)
+		cmd.Env = b.env
+		return cmd.Run()
+	}
+	if ssh("exit") != nil {
+		return // no master
+	}
+	// "-O exit" returns once the master has been asked; wait for it to go.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && cctx.Err() == nil; time.Sleep(20 * time.Millisecond) {
+		if ssh("check") != nil {
+			return
+		}
+	}
 }
 
 // closeTransport closes the ssh platform, if one was made, and asks the
