@@ -35,6 +35,9 @@ type instances struct {
 	// notify, when set, tells the view about an instance (a job stop that
 	// failed, an instance found gone).
 	notify func(instance, msg string)
+	// deleteStep marks the instances whose delete step runs now: it stops
+	// the jobs itself before it asks for the release.
+	deleteStep map[string]bool
 	// prior holds, when resuming, the instances an earlier attempt of the
 	// run created that may still exist, by name.
 	prior map[string]state.Resource
@@ -198,7 +201,16 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)
 	}
 	var jobsErr error
-	if ok && !errors.Is(where, platform.ErrStopped) {
+	in.mu.Lock()
+	stepTried := in.deleteStep[name]
+	in.mu.Unlock()
+	switch {
+	case !ok || errors.Is(where, platform.ErrStopped):
+		// Nothing runs on a stopped instance.
+	case stepTried && !keep && mode == engine.ReleaseDelete:
+		// The delete step that asks for this release has just tried to
+		// stop the jobs (and logged how it went); deleting stops them.
+	default:
 		jobsErr = in.stopJobs(ctx, name, inst, !keep)
 	}
 	if keep {
@@ -237,10 +249,8 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 			return engine.ReleaseDeleted, nil
 		}
 		if err = deleter.Delete(ctx, inst); err == nil {
-			if jobsErr != nil {
-				// Reported; the delete stopped them.
-				_ = in.markJobsGone(ctx, name)
-			}
+			// Its jobs went with it.
+			_ = in.markJobsGone(ctx, name)
 			return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)
 		}
 	}
@@ -343,6 +353,17 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		// No job to stop where none was launched, nor on an instance that
 		// is gone or stopped (Release deletes it all the same).
 		req.NoJobs = !e.insts.jobsLaunched(ctx, t.Instance) || e.insts.find(ctx, inst) != nil
+		e.insts.mu.Lock()
+		if e.insts.deleteStep == nil {
+			e.insts.deleteStep = map[string]bool{}
+		}
+		e.insts.deleteStep[t.Instance] = true
+		e.insts.mu.Unlock()
+		defer func() {
+			e.insts.mu.Lock()
+			delete(e.insts.deleteStep, t.Instance)
+			e.insts.mu.Unlock()
+		}()
 	}
 	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {
 		req.Facts = prior.Facts

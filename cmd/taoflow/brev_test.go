@@ -824,3 +824,97 @@ func TestBrevSweepExample(t *testing.T) {
 		t.Errorf("containers left: %q, %v", left, err)
 	}
 }
+
+const brevBehindBack = `taoflow: 1
+name: brev-behind
+platform: brev
+instances:
+  gone: {create: {type: g5.xlarge}}
+  stopped: {create: {type: g5.xlarge}}
+  cut: {create: {type: g5.xlarge}}
+steps:
+  - id: train
+    uses: run
+    on: [gone, stopped, cut]
+    with: {command: "touch ~/started; while [ ! -e ~/go ]; do sleep 0.05; done"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevTeardownBehindBack: while the jobs run, one instance is deleted
+// behind taoflow's back, one stopped (a colleague's brev stop), and one
+// cut off (ls says RUNNING, ssh is refused: a hung VM, a partition); then
+// the run is interrupted. Teardown deletes the stopped and the cut-off
+// instance although their jobs cannot be stopped (deleting stops them),
+// counts the deleted one as gone, does not try to stop jobs on the gone
+// and stopped ones, and the run ends with exit 130, not 3: nothing is
+// left.
+func TestBrevTeardownBehindBack(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	writePlan(t, "behind.yaml", brevBehindBack)
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		code := exitCode(run(ctx, []string{"apply", "--output", "plain", "behind.yaml"}, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
+		done <- result{code, out.String(), errOut.String()}
+	}()
+	// Once every job runs, take the instances away, then interrupt.
+	names := map[string]string{}
+	var sandboxes []string
+	for deadline := time.Now().Add(2 * time.Minute); len(sandboxes) < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the three jobs did not start: %+v", f.Instances())
+		}
+		names, sandboxes = map[string]string{}, nil
+		for _, in := range f.Instances() {
+			if _, err := os.Stat(filepath.Join(in.Sandbox, "started")); err == nil {
+				names[in.Name[strings.LastIndex(in.Name, "-")+1:]] = in.Name
+				sandboxes = append(sandboxes, in.Sandbox)
+			}
+		}
+	}
+	f.DeleteBehindBack(names["gone"])
+	f.StopBehindBack(names["stopped"])
+	f.CutOff(names["cut"])
+	cancel()
+	r := <-done
+	// The job on the cut-off instance ran on; end it.
+	for _, sb := range sandboxes {
+		_ = os.WriteFile(filepath.Join(sb, "go"), nil, 0o600)
+	}
+	if r.code != exitInterrupted {
+		t.Fatalf("apply exit %d, want 130 (interrupted; nothing is left)\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.errOut)
+	}
+	if strings.Contains(r.errOut, "may still exist") {
+		t.Errorf("the run says something may still exist:\n%s", r.errOut)
+	}
+	for _, want := range []string{
+		"teardown@gone | no job of this run can be running on gone: none to stop",
+		"teardown@stopped | no job of this run can be running on stopped: none to stop",
+		"instance gone: no longer exists",
+		"instance stopped: deleted",
+		"teardown@cut | could not stop the jobs on cut",
+		"instance cut: deleted",
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("no %q in the output:\n%s", want, r.out)
+		}
+	}
+	for _, inst := range []string{"stopped", "cut"} {
+		if st := f.Status(names[inst]); st != "DELETING" && st != "" {
+			t.Errorf("instance %s (%s) is %s after the run", inst, names[inst], st)
+		}
+	}
+	f.CheckNoneAlive(t)
+}

@@ -402,6 +402,22 @@ func (f *Fake) DeleteBehindBack(name string) {
 	f.down(name, true)
 }
 
+// CutOff makes the named instance unreachable, as a network partition or
+// a hung VM does: ls still shows it RUNNING, but ssh to it is refused, and
+// what runs on it goes on running.
+func (f *Fake) CutOff(name string) {
+	f.t.Helper()
+	for _, i := range f.Instances() {
+		if i.Name == name {
+			if err := os.WriteFile(i.Sandbox+".down", nil, 0o600); err != nil {
+				f.t.Fatalf("brevtest: %v", err)
+			}
+			return
+		}
+	}
+	f.t.Fatalf("brevtest: CutOff(%q): no such instance", name)
+}
+
 func (f *Fake) down(name string, remove bool) {
 	f.t.Helper()
 	var sandbox string
