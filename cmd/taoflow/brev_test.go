@@ -918,3 +918,52 @@ func TestBrevTeardownBehindBack(t *testing.T) {
 	}
 	f.CheckNoneAlive(t)
 }
+
+// TestBrevNotLoggedIn: with brev logged out (its prompt on stdout, exit
+// 1), or printing a banner before ls's JSON, apply stops before anything
+// starts: exit 2, saying what to do, no create, no run recorded; destroy
+// of a recorded run says so at once too.
+func TestBrevNotLoggedIn(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{LoggedOut: true})
+	writePlan(t, "p.yaml", brevResumePlan)
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	if code != exitUsage || !strings.Contains(errOut, "brev is not logged in: run `brev login`") {
+		t.Errorf("a logged-out brev: exit %d\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "may still exist") {
+		t.Errorf("a logged-out brev: the run says something may still exist:\n%s", errOut)
+	}
+	if _, err := os.Stat(".taoflow"); err == nil {
+		t.Error("a run was recorded although nothing could start")
+	}
+
+	f.SetLoggedOut(false)
+	brevCreateRecorded(t, f, "tf-dead-0101-000000-bbbb-gpu")
+	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "", "gpu", "tf-dead-0101-000000-bbbb-gpu", true)
+	f.SetLoggedOut(true)
+	code, out, errOut = applyCLI(t, "destroy", "dead-0101-000000-bbbb", "--yes")
+	if code == exitOK || !strings.Contains(out+errOut, "brev is not logged in: run `brev login`") {
+		t.Errorf("destroy with a logged-out brev: exit %d\n%s%s", code, out, errOut)
+	}
+	f.SetLoggedOut(false)
+	brevDelete(t, f, "tf-dead-0101-000000-bbbb-gpu")
+
+	g := brevtest.Start(t, brevtest.Options{Banner: "A new version of brev has been released! v0.6.400"})
+	for _, kv := range g.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Chdir(t.TempDir())
+	writePlan(t, "p.yaml", brevResumePlan)
+	code, out, errOut = applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	if code != exitUsage || !strings.Contains(errOut, "cannot read the output of `brev ls --json`") || !strings.Contains(errOut, "A new version") {
+		t.Errorf("a banner before ls's JSON: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, fk := range []*brevtest.Fake{f, g} {
+		for _, c := range fk.CallsOf("create", "") {
+			if !slices.Contains(c.Names, "tf-dead-0101-000000-bbbb-gpu") { // the test's own
+				t.Errorf("brev %s ran although brev could not be used", strings.Join(c.Args, " "))
+			}
+		}
+	}
+}
