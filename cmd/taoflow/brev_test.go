@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -966,4 +967,80 @@ func TestBrevNotLoggedIn(t *testing.T) {
 			}
 		}
 	}
+}
+
+const brevExecUpload = `taoflow: 1
+name: brev-exec-up
+platform: {kind: brev, transport: exec, instance_env: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY]}
+secrets: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY]
+vars: {files: "", bucket: "", endpoint: "", region: "", ak: "", sk: ""}
+instances:
+  gpu: {create: {type: g5.xlarge}}
+steps:
+  - id: train
+    uses: run
+    with:
+      command: |
+        mkdir -p ~/results ~/.aws
+        echo weights > ~/results/model.pth
+        printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' ${{ vars.ak }} ${{ vars.sk }} > ~/.aws/credentials
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms}
+  - id: to-files
+    uses: upload-s3
+    needs: [wait]
+    with: {from: "~/results", to: "${{ vars.files }}"}
+  - id: to-s3
+    uses: upload-s3
+    needs: [wait]
+    with: {from: "~/results", to: "${{ vars.bucket }}", endpoint_url: "${{ vars.endpoint }}", region: "${{ vars.region }}"}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevExecUpload: upload-s3 over transport: exec, to file:// and to a
+// real S3 server. brev exec cannot carry stdin, and nothing that is not a
+// secret travels there (the manifest goes inside the script): both
+// uploads succeed with their manifest, and the instance is deleted. The
+// credentials are in the instance's environment (its ~/.aws, standing for
+// Brev secrets), as instance_env says.
+func TestBrevExecUpload(t *testing.T) {
+	s3 := testrig.StartS3(t)
+	bucket := testrig.UniqueName(t)
+	s3.CreateBucket(t, bucket)
+	f, dir := brevEnv(t, brevtest.Options{})
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	writePlan(t, "up.yaml", brevExecUpload)
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "up.yaml",
+		"--var", "files=file://"+dir+"/results", "--var", "bucket=s3://"+bucket+"/run",
+		"--var", "endpoint="+s3.Endpoint, "--var", "region="+s3.Region, "--var", "ak="+s3.AccessKey, "--var", "sk="+s3.SecretKey)
+	if code != exitOK {
+		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "results", "model.pth")); err != nil || string(b) != "weights\n" {
+		t.Errorf("file:// results: %q, %v", b, err)
+	}
+	var m struct {
+		Run string `json:"run_id"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "results", "taoflow-run.json")); err != nil || json.Unmarshal(b, &m) != nil || !strings.HasPrefix(m.Run, "brev-exec-up-") {
+		t.Errorf("file:// manifest: %q, %v", b, err)
+	}
+	objects := s3.List(t, bucket, "run/")
+	if _, ok := objects["run/model.pth"]; !ok {
+		t.Errorf("s3:// results: %v", objects)
+	}
+	if _, ok := objects["run/taoflow-run.json"]; !ok {
+		t.Errorf("s3:// manifest: %v", objects)
+	}
+	for _, c := range f.CallsOf("exec", "") {
+		if c.StdinPiped {
+			t.Errorf("brev exec ran with a piped stdin: %s", strings.Join(c.Args, " "))
+		}
+	}
+	f.CheckNoneAlive(t)
 }
