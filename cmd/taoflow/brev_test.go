@@ -1044,3 +1044,126 @@ func TestBrevExecUpload(t *testing.T) {
 	}
 	f.CheckNoneAlive(t)
 }
+
+const brevKeepExisting = `taoflow: 1
+name: brev-keep
+platform: brev
+instances:
+  kept: {create: {type: g5.xlarge}, keep: true}
+  box: {existing: my-box}
+steps:
+  - id: train
+    uses: run
+    with: {command: "echo ran > ~/ran"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevReleaseSaysWhatHappened: an instance kept by keep: true and an
+// existing one the run only used are not "deleted": the view says kept and
+// left as it is, the state records the kept one as kept (not as a failed
+// delete), and nothing of it is exit 3. destroy then removes the kept one.
+func TestBrevReleaseSaysWhatHappened(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{})
+	f.AddExisting("my-box")
+	writePlan(t, "keep.yaml", brevKeepExisting)
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "keep.yaml")
+	if code != exitOK {
+		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"instance kept: kept (keep: true)", "instance box: left as it is (not created by this run)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the output:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"instance kept: deleted", "instance box: deleted"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%q in the output:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(errOut, "taoflow: instance kept (tf-brev-keep-") || strings.Contains(errOut, "may still exist") {
+		t.Errorf("the end of the run does not say what was kept (or says something may still exist):\n%s", errOut)
+	}
+	func() {
+		store, err := state.OpenReadOnly(filepath.Join(dir, ".taoflow"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		r, err := store.LatestRun(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := store.Resources(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := 0
+		for _, x := range res {
+			if x.Kind == state.KindInstance {
+				kinds++
+				if x.Instance != "kept" || x.State != state.ResourceKept {
+					t.Errorf("instance %s recorded %s (%s); want only kept, as %s", x.Instance, x.State, x.Message, state.ResourceKept)
+				}
+			}
+		}
+		if kinds != 1 {
+			t.Errorf("%d instances recorded; want the kept one", kinds)
+		}
+	}()
+	if st := f.Status("my-box"); st != "RUNNING" {
+		t.Errorf("the existing instance is %s", st)
+	}
+	code, out, errOut = applyCLI(t, "destroy", "latest", "--yes")
+	if code != exitOK || !strings.Contains(out, "instance kept: removed") {
+		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
+	}
+	f.CheckNoneAlive(t)
+}
+
+const sshNeverReached = `taoflow: 1
+name: ssh-dead
+platform: {kind: ssh, ssh_config: ssh_config, connect_timeout: 2s}
+instances:
+  a: {host: dead}
+steps:
+  - id: preflight
+    uses: preflight
+    with: {interval: 100ms, ready_timeout: 1s}
+  - id: train
+    uses: run
+    needs: [preflight]
+    with: {command: "true"}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestNeverReachedHostNotExit3: an ssh host that never answered (nothing
+// listens on its port) fails the run, but taoflow created nothing there
+// and launched no job: no exit 3, no "may still exist (and bill)", and
+// teardown does not try to reach it to stop jobs that never started.
+func TestNeverReachedHostNotExit3(t *testing.T) {
+	t.Chdir(t.TempDir())
+	port := testrig.FreePort(t)
+	writePlan(t, "ssh_config", fmt.Sprintf("Host dead\n\tHostName 127.0.0.1\n\tPort %d\n\tUser nobody\n", port))
+	writePlan(t, "dead.yaml", sshNeverReached)
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "dead.yaml")
+	if code != exitFailed {
+		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "may still exist") || strings.Contains(errOut, "taoflow destroy") {
+		t.Errorf("the run says something may still exist:\n%s", errOut)
+	}
+	if !strings.Contains(out, "teardown@a | no job of this run can be running on a: none to stop") || strings.Contains(out, "stopping this run's jobs") {
+		t.Errorf("teardown tried to stop jobs that never started:\n%s", out)
+	}
+	if !strings.Contains(out, "instance a: left as it is") || strings.Contains(out, "instance a: deleted") {
+		t.Errorf("the view does not say the host was left as it is:\n%s", out)
+	}
+}
