@@ -64,7 +64,7 @@ func (s *Steps) Preview(req Request) ([]Command, error) {
 	case plan.KindUploadS3:
 		return s.previewUpload(req)
 	case plan.KindDelete:
-		cmds := []Command{{What: "stop this run's host processes", Script: s.process.(*process).cleanupScript(plan.JobPrefix(s.cfg.RunID), s.cfg.RunID)}}
+		cmds := []Command{{What: "stop this run's host processes", Script: s.process.(*process).cleanupScript(plan.JobPrefix(s.cfg.RunID), s.cfg.RunID, req.Instance.Name)}}
 		if s.cfg.Plan == nil || s.cfg.Plan.RunsContainers() {
 			cmds = append(cmds, Command{What: "remove this run's containers", Script: s.docker.(*docker).cleanupScript(req.Instance.Name)})
 		}

@@ -152,6 +152,9 @@ if ! mkdir "$d" 2>/dev/null; then
 fi
 `, exitJobDir)
 	fmt.Fprintf(&b, "printf %%s %s > \"$d/run\" || exit %d\n", plan.ShellQuote(p.s.cfg.RunID), exitJobDir)
+	// The plan instance it runs for: two plan instances can be one machine
+	// (two ssh aliases of one box), and cleanup stops only its own.
+	fmt.Fprintf(&b, "printf %%s %s > \"$d/instance\" || exit %d\n", plan.ShellQuote(spec.Instance), exitJobDir)
 	fmt.Fprintf(&b, "printf '%%s\\n' %s > \"$d/cmd.sh\" || exit %d\n", plan.ShellQuote(spec.Command), exitJobDir)
 	fmt.Fprintf(&b, "cd %s 2>/dev/null || { echo %s >&2; rm -rf \"$d\"; exit %d; }\n",
 		workdir, plan.ShellQuote("working directory "+spec.Workdir+" does not exist on the instance"), exitWorkdir)
@@ -345,21 +348,22 @@ func (p *process) cancel(ctx context.Context, inst platform.Instance, ids []stri
 
 // cleanupScript stops every job of run whose directory name starts with
 // prefix (and whose run file, where it has one, names run).
-func (p *process) cleanupScript(prefix, run string) string {
+func (p *process) cleanupScript(prefix, run, instance string) string {
 	var b strings.Builder
 	b.WriteString(p.funcs())
 	fmt.Fprintf(&b, `for d in "$HOME"/%s/%s*; do
 	[ -d "$d" ] || continue
 	if [ -f "$d/run" ] && [ "$(cat "$d/run")" != %s ]; then continue; fi
+	if [ -f "$d/instance" ] && [ "$(cat "$d/instance")" != %s ]; then continue; fi
 	tf_term "$d"
 done
 tf_reap
-`, plan.ShellQuote(jobsDir), plan.ShellQuote(prefix), plan.ShellQuote(run))
+`, plan.ShellQuote(jobsDir), plan.ShellQuote(prefix), plan.ShellQuote(run), plan.ShellQuote(instance))
 	return b.String()
 }
 
 func (p *process) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
-	return p.stop(ctx, inst, p.cleanupScript(plan.JobPrefix(p.s.cfg.RunID), p.s.cfg.RunID))
+	return p.stop(ctx, inst, p.cleanupScript(plan.JobPrefix(p.s.cfg.RunID), p.s.cfg.RunID, inst.Name))
 }
 
 func (p *process) stop(ctx context.Context, inst platform.Instance, script string) ([]string, error) {
