@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -49,14 +50,31 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		st := steps.New(steps.Config{Platform: pf, RunID: r.ID})
-		if inst.Ref != "" {
+		created := false
+		for _, res := range resources {
+			created = created || res.Kind == state.KindInstance
+		}
+		// An instance the platform no longer lists (or is deleting) is
+		// gone, jobs and all; on a stopped one nothing runs. Neither is
+		// reached for.
+		var where error
+		if f, ok := pf.(platform.Finder); ok && inst.Ref != "" {
+			if err := f.Find(cctx, inst); errors.Is(err, platform.ErrNotFound) || errors.Is(err, platform.ErrStopped) {
+				where = err
+			}
+		}
+		gone := errors.Is(where, platform.ErrNotFound)
+		if inst.Ref != "" && where == nil {
 			if err := st.Cleanup(cctx, inst); err != nil {
 				fmt.Fprintf(d.Log, "%s: stopping jobs on %s: %v\n", r.ID, name, err)
+				if created {
+					fmt.Fprintf(d.Log, "%s: %s is deleted all the same (deleting it stops them)\n", r.ID, name)
+				}
 			}
 		}
 		for _, res := range resources {
 			var err error
-			if res.Kind == state.KindInstance {
+			if res.Kind == state.KindInstance && !gone {
 				if del, ok := pf.(platform.Deleter); ok {
 					err = del.Delete(cctx, inst)
 				}
@@ -68,6 +86,10 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 				continue
 			}
 			_ = d.Store.MarkDeleted(ctx, res.ID)
+			if gone {
+				fmt.Fprintf(d.Log, "%s: %s %s: removed (already gone: %v)\n", r.ID, res.Kind, res.Name, where)
+				continue
+			}
 			fmt.Fprintf(d.Log, "%s: %s %s: removed\n", r.ID, res.Kind, res.Name)
 		}
 		cancel()

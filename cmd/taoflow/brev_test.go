@@ -556,6 +556,31 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	brevDelete(t, f, "tf-busy-0101-000000-dddd-gpu")
 	brevDelete(t, f, "tf-theirs-0101-000000-ffff-gpu")
 	f.CheckNoneAlive(t)
+
+	// A dead run whose instance, with a job on it, was deleted meanwhile:
+	// destroy counts both gone without trying to reach them.
+	recordBrevInstance(t, dir, "vanished-0101-000000-9999", "", "gpu", "tf-vanished-0101-000000-9999-gpu", true)
+	func() {
+		store, err := state.Open(filepath.Join(dir, ".taoflow"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		if _, err := store.RecordIntent(context.Background(), state.Resource{RunID: "vanished-0101-000000-9999", Kind: state.KindJob,
+			Name: "tf-vanished-0101-000000-9999-train", Instance: "gpu", Platform: "brev",
+			Data: map[string]string{"instance_ref": "tf-vanished-0101-000000-9999-gpu"}}); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deletes := len(f.CallsOf("delete", ""))
+	code, out, errOut = applyCLI(t, "destroy", "vanished-0101-000000-9999", "--yes")
+	if code != exitOK || !strings.Contains(out, "instance gpu: removed (already gone") || !strings.Contains(out, "job tf-vanished-0101-000000-9999-train: removed (already gone") ||
+		strings.Contains(out+errOut, "stopping jobs on") {
+		t.Errorf("destroy of a run whose instance is gone: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := len(f.CallsOf("delete", "")); n != deletes {
+		t.Errorf("destroy ran brev delete for an instance brev does not list")
+	}
 	if st := f.Status("my-box"); st != "RUNNING" {
 		t.Errorf("the existing instance is %s", st)
 	}
