@@ -790,6 +790,31 @@ func TestBrevCreateFails(t *testing.T) {
 	if err != nil || len(res) != 1 || res[0].Data["ref"] != "tf-"+r.ID+"-gpu" {
 		t.Errorf("recorded resources %+v, %v; want the instance with its name", res, err)
 	}
+	if n := len(f.CallsOf("delete", "")); n != 1 {
+		t.Errorf("%d brev deletes; want one (an instance DELETING is being deleted)", n)
+	}
+}
+
+// TestBrevOrphanKeepsCause: brev create fails with "unexpected EOF" after
+// the API made the instance (an orphan): the run says why the create
+// failed, deletes the orphan once, and nothing is left (exit 1).
+func TestBrevOrphanKeepsCause(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	// A fallback chain: brev goes on to the next type, which the orphan's
+	// name makes a duplicate, and prints more after the cause.
+	writePlan(t, "p.yaml", strings.Replace(brevResumePlan, "type: g5.xlarge", `type: "g5.xlarge,g5.2xlarge"`, 1))
+	f.Inject(brevtest.Fault{Kind: "create-eof"})
+	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	if code != exitFailed {
+		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "unexpected EOF") || !strings.Contains(out, "brev made it anyway (an orphan") {
+		t.Errorf("the orphaned create's cause is not reported:\n%s", out)
+	}
+	if n := len(f.CallsOf("delete", "")); n != 1 {
+		t.Errorf("%d brev deletes; want one (an instance DELETING is being deleted)", n)
+	}
+	f.CheckNoneAlive(t)
 }
 
 // TestBrevSweepExample applies examples/plans/sweep-brev.yaml as it is, with
