@@ -529,9 +529,15 @@ func TestBrevReapAndDestroy(t *testing.T) {
 		t.Errorf("reap without --yes changed the instance: %s", st)
 	}
 
+	if !strings.Contains(errOut, "brev instances are reaped when named tf-*, accounted for by no state or live run, and recorded in "+filepath.Join(f.Home, ".local", "state", "taoflow", "brev-created")) {
+		t.Errorf("reap does not say how it decides:\n%s", errOut)
+	}
 	code, out, errOut = applyCLI(t, "reap", "--only", "brev", "--yes")
 	if code != exitOK || !strings.Contains(out, "brev instance tf-lost-0101-000000-aaaa-gpu: removed") {
 		t.Fatalf("reap --yes exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "taoflow: deleting brev instance tf-lost-0101-000000-aaaa-gpu (RUNNING g5.xlarge)") {
+		t.Errorf("reap --yes does not list what it deletes before it does:\n%s", errOut)
 	}
 	if st := f.Status("tf-lost-0101-000000-aaaa-gpu"); st != "DELETING" && st != "" {
 		t.Errorf("the lost instance is %s after reap --yes", st)

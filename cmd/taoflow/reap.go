@@ -83,6 +83,9 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 		return err
 	}
 	defer r.Close()
+	if r.Ledger != "" && !f.json {
+		fmt.Fprintf(sio.err, "taoflow: brev instances are reaped when named tf-*, accounted for by no state or live run, and recorded in %s as created by this user's taoflow on this machine\n", r.Ledger)
+	}
 	for _, s := range r.Spared {
 		fmt.Fprintf(sio.err, "taoflow: %s\n", s)
 	}
@@ -91,6 +94,12 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 	}
 	if !f.yes {
 		return reapReport(sio, f, r.Found, r.NotMine, r.Problems)
+	}
+	if !f.json {
+		// What is about to go, before it goes.
+		for _, o := range r.Found {
+			fmt.Fprintf(sio.err, "taoflow: deleting %s %s (%s)\n", o.Kind, o.Name, o.Detail)
+		}
 	}
 	left := r.Remove(ctx)
 	if err := reapReport(sio, f, r.Found, r.NotMine, r.Problems); err != nil {
