@@ -178,6 +178,10 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		if !ok {
 			return engine.ReleaseLeftAlone, nil
 		}
+		if where := in.find(ctx, inst); where != nil {
+			// Gone or stopped: no job of the run runs there any more.
+			return engine.ReleaseLeftAlone, in.markJobsGone(ctx, name)
+		}
 		if err := in.stopJobs(ctx, name, inst, false); err != nil {
 			return engine.ReleaseLeftAlone, err
 		}

@@ -108,6 +108,8 @@ func TestReleaseOutcomes(t *testing.T) {
 			want: engine.ReleaseLeftAlone, execs: 0},
 		{name: "existing, jobs cannot be stopped", launched: true, down: true,
 			want: engine.ReleaseLeftAlone, wantErr: true, execs: 1},
+		{name: "existing, gone behind the back", launched: true, down: true, where: fmt.Errorf("x: %w", platform.ErrNotFound),
+			want: engine.ReleaseLeftAlone, execs: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
