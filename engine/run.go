@@ -92,6 +92,8 @@ const (
 
 func (o ReleaseOutcome) String() string {
 	switch o {
+	case ReleaseDeleted:
+		return "deleted"
 	case ReleaseStopped:
 		return "stopped"
 	case ReleaseKept:
@@ -482,6 +484,8 @@ func (r *runner) releaseError(in *instRun) error {
 // releasedMessage is what the InstanceReleased event says of outcome.
 func releasedMessage(o ReleaseOutcome) string {
 	switch o {
+	case ReleaseDeleted:
+		return "deleted"
 	case ReleaseStopped:
 		return "stopped instead of deleted: a results upload on it failed (its disk is kept)"
 	case ReleaseKept:

@@ -1,6 +1,7 @@
 package brevtest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform/brev/brevtest/internal/fakestate"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 )
@@ -369,9 +369,23 @@ func (f *Fake) Masters() []int {
 	if f.ControlDir == "" {
 		return nil
 	}
+	return procsWith("cmdline", []byte(f.ControlDir+"/"))
+}
+
+// procsWith returns the pids of the processes whose /proc/PID/file holds
+// text.
+func procsWith(file string, text []byte) []int {
+	paths, _ := filepath.Glob("/proc/[0-9]*/" + file)
 	var pids []int
-	for _, p := range testrig.ProcessesWith(f.ControlDir + "/") {
-		pids = append(pids, p.PID)
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		// A NUL first, so that text may start with one for the first entry.
+		if err != nil || !bytes.Contains(append([]byte{0}, b...), text) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
 	}
 	return pids
 }
@@ -441,18 +455,9 @@ func (f *Fake) down(name string, remove bool) {
 		f.t.Fatalf("brevtest: %v", err)
 	}
 	// The machine is off: what ran on it is gone.
-	for _, p := range testrig.Processes(func(p testrig.Proc) bool { return environHas(p.PID, "HOME="+sandbox) }) {
-		_ = syscall.Kill(p.PID, syscall.SIGKILL)
+	for _, pid := range procsWith("environ", []byte("\x00HOME="+sandbox+"\x00")) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-}
-
-// environHas reports whether process pid's environment holds kv.
-func environHas(pid int, kv string) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return false
-	}
-	return slices.Contains(strings.Split(string(b), "\x00"), kv)
 }
 
 // AddOthers adds a RUNNING instance of another user of the org (owner),
