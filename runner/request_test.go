@@ -27,8 +27,10 @@ func (c *captured) Execute(_ context.Context, t *engine.Task) error {
 	c.tasks[t.Node.ID] = t
 	return nil
 }
-func (c *captured) Acquire(context.Context, string) error                     { return nil }
-func (c *captured) Release(context.Context, string, engine.ReleaseMode) error { return nil }
+func (c *captured) Acquire(context.Context, string) error { return nil }
+func (c *captured) Release(context.Context, string, engine.ReleaseMode) (engine.ReleaseOutcome, error) {
+	return engine.ReleaseDeleted, nil
+}
 
 // TestPreviewAndApplyBuildTheSameRequest: plan's preview and apply's
 // executor translate a node into the same step request (issue 15): per-
