@@ -47,11 +47,15 @@ type Name struct {
 	Pos  Pos
 }
 
-// Var is a plain parameter of the plan; --var NAME=VALUE overrides it.
+// Var is a plain parameter of the plan; --var NAME=VALUE and --var-file
+// override it.
 type Var struct {
 	Name  string
 	Value string
 	Pos   Pos // the key
+	// From says where Value was set, for messages: "vars: line 24",
+	// "--var poll=30", "--var-file sweep.vars.yaml line 3".
+	From string
 }
 
 // Platform says where the plan's instances are.

@@ -38,6 +38,7 @@ func validateSchema(root *Value, d *diags) {
 type schemaMapper struct {
 	root *Value
 	d    *diags
+	base string // JSON pointer of root in the plan, for messages ("" for the plan)
 }
 
 // walk reports the leaves of a validation error tree. For oneOf/anyOf it
@@ -84,7 +85,7 @@ func (m *schemaMapper) alternatives(ve *jsonschema.ValidationError) {
 	for _, t := range dedup(types) {
 		words = append(words, yamlType(t))
 	}
-	m.d.errorf(val.Pos, "%s: expected %s, got %s", subject(ve.InstanceLocation), strings.Join(words, " or "), kindWord(val))
+	m.d.errorf(val.Pos, "%s: expected %s, got %s", subject(m.base+ve.InstanceLocation), strings.Join(words, " or "), kindWord(val))
 }
 
 var (
@@ -95,7 +96,7 @@ var (
 
 func (m *schemaMapper) leaf(ve *jsonschema.ValidationError, kw string) {
 	val, keyPos, _ := m.root.Lookup(ve.InstanceLocation)
-	subj := subject(ve.InstanceLocation)
+	subj := subject(m.base + ve.InstanceLocation)
 	frag := schemaFragment(parentLocation(ve.AbsoluteKeywordLocation))
 	if strings.Contains(ve.KeywordLocation, "/propertyNames/") || strings.HasSuffix(ve.KeywordLocation, "/propertyNames") {
 		m.d.errorf(keyPos, "invalid name %q: %s", clip(lastToken(ve.InstanceLocation)), describeConstraint(kw, frag))

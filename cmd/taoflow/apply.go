@@ -20,7 +20,7 @@ import (
 )
 
 type applyFlags struct {
-	vars     []string
+	vars     varFlags
 	parallel int
 	output   string
 	finally  time.Duration
@@ -88,7 +88,7 @@ the names and the command that removes them are printed); 130 interrupted
 			return apply(cmd.Context(), sio, g, args[0], f)
 		},
 	}
-	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
+	f.vars.register(cmd)
 	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "most nodes running at once (0: no limit beyond slots)")
 	cmd.Flags().StringVar(&f.output, "output", "auto", "output: `auto`, plain or json")
 	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
@@ -112,14 +112,14 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	}
 	var prior *runner.Resumed
 	if f.resume != "" {
-		if len(f.vars) > 0 {
-			return usageError(fmt.Errorf("--var can't be given with --resume: a resumed run keeps the vars it started with"))
+		if len(f.vars.vars) > 0 || len(f.vars.files) > 0 {
+			return usageError(fmt.Errorf("--var and --var-file can't be given with --resume: a resumed run keeps the vars it started with"))
 		}
 		var err error
 		if prior, err = runner.LoadResumed(parent, g.stateDir, f.resume); err != nil {
 			return err
 		}
-		f.vars = prior.VarFlags()
+		f.vars = varFlags{vars: prior.VarFlags()}
 	}
 	p, _, err := loadPlan(sio, path, f.vars)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 func newPlanCmd(sio stdio) *cobra.Command {
-	var vars []string
+	var vf varFlags
 	var asJSON, noCommands bool
 	cmd := &cobra.Command{
 		Use:   "plan PLAN",
@@ -42,7 +42,7 @@ errors.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: planFileCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, g, err := loadPlan(sio, args[0], vars)
+			p, g, err := loadPlan(sio, args[0], vf)
 			if err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ errors.`,
 			return printPlan(w, g, pv)
 		},
 	}
-	cmd.Flags().StringArrayVar(&vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
+	vf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the expanded graph as JSON")
 	cmd.Flags().BoolVar(&noCommands, "no-commands", false, "leave out the remote commands")
 	return cmd
