@@ -258,3 +258,18 @@ func (p *Plan) MatrixRoot(s *Step) *Step {
 	}
 	return nil
 }
+
+// Billed returns the instances this plan creates on a platform that bills
+// for them from creation (brev), in file order: what apply asks about.
+func (p *Plan) Billed() []*Instance {
+	if p.Platform.Kind != PlatformBrev {
+		return nil
+	}
+	var out []*Instance
+	for _, in := range p.Instances {
+		if in.Create {
+			out = append(out, in)
+		}
+	}
+	return out
+}

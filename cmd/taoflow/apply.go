@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
 )
@@ -25,6 +27,7 @@ type applyFlags struct {
 	output   string
 	finally  time.Duration
 	resume   string // a run id (or a prefix), "latest", or "" for a new run
+	yes      bool   // create billed instances without asking
 }
 
 func newApplyCmd(sio stdio, g *globals) *cobra.Command {
@@ -92,6 +95,7 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "most nodes running at once (0: no limit beyond slots)")
 	cmd.Flags().StringVar(&f.output, "output", "auto", "output: `auto`, plain or json")
 	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
+	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "create billed (brev) instances without asking")
 	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest run) instead of starting a new one")
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
 	_ = cmd.RegisterFlagCompletionFunc("resume", func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -133,6 +137,12 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		// Refused, not warned about: such a value cannot be redacted, so
 		// promise (2) could not be kept. Nothing has started yet.
 		return usageError(fmt.Errorf("secret %s is shorter than %d characters: taoflow redacts secrets from every output, log and state, and a value that short cannot be told from ordinary text, so it would be shown as it is; set the real secret (or, if the value is not secret, make it a var)", strings.Join(short, ", "), secret.MinRedactLen))
+	}
+	if prior == nil && !f.yes {
+		// A resumed run was agreed to when it started.
+		if err := confirmBilling(sio, p.Billed()); err != nil {
+			return err
+		}
 	}
 	red := secrets.Redactor()
 	out := secret.NewWriter(sio.out, red)
@@ -185,6 +195,44 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return nil
 	}
 	return silent(code)
+}
+
+// isTerminal reports whether r is a terminal to ask on (a variable so tests
+// can answer the question).
+var isTerminal = func(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// confirmBilling asks on a terminal before apply creates instances that
+// bill from creation, and refuses without one: --yes answers for the user,
+// as terraform apply needs -auto-approve in automation.
+func confirmBilling(sio stdio, billed []*plan.Instance) error {
+	if len(billed) == 0 {
+		return nil
+	}
+	var groups []string
+	byType := map[string][]string{}
+	for _, in := range billed {
+		if _, ok := byType[in.CreateType]; !ok {
+			groups = append(groups, in.CreateType)
+		}
+		byType[in.CreateType] = append(byType[in.CreateType], in.Name)
+	}
+	var parts []string
+	for _, t := range groups {
+		parts = append(parts, strings.Join(byType[t], ", ")+": "+t)
+	}
+	what := fmt.Sprintf("%d Brev instance%s (%s)", len(billed), plural(len(billed)), strings.Join(parts, "; "))
+	if !isTerminal(sio.in) {
+		return usageError(fmt.Errorf("refusing to create %s without --yes: they bill from creation, and stdin is not a terminal to ask on; run again with --yes (-y)", what))
+	}
+	fmt.Fprintf(sio.err, "Create %s? They bill until taoflow deletes them. [y/N] ", what)
+	answer, _ := bufio.NewReader(sio.in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return usageError(fmt.Errorf("nothing created"))
+	}
+	return nil
 }
 
 func printOutcome(w io.Writer, runID string, g *engine.Graph, s engine.Summary, verdict string) {
