@@ -130,21 +130,30 @@ func (v *varFlags) options() (plan.Options, plan.Diagnostics, error) {
 // loadPlan loads and expands a plan for the commands that show it,
 // printing diagnostics; errors become exit 2.
 func loadPlan(io stdio, path string, vf varFlags) (*plan.Plan, *engine.Graph, error) {
+	p, g, _, err := loadPlanDiags(io, path, vf, true)
+	return p, g, err
+}
+
+// loadPlanDiags is loadPlan that returns the diagnostics, printing the
+// warnings only when asked to (plan shows them in its preview).
+func loadPlanDiags(io stdio, path string, vf varFlags, printWarnings bool) (*plan.Plan, *engine.Graph, plan.Diagnostics, error) {
 	opts, fileDiags, err := vf.options()
 	if err != nil {
-		return nil, nil, usageError(err)
+		return nil, nil, nil, usageError(err)
 	}
 	p, diags := plan.Load(path, opts)
 	diags = append(fileDiags, diags...)
 	for _, d := range diags {
-		fmt.Fprintln(io.err, d)
+		if printWarnings || d.Severity == plan.Error || diags.HasErrors() {
+			fmt.Fprintln(io.err, d)
+		}
 	}
 	if diags.HasErrors() || p == nil {
-		return nil, nil, silent(exitUsage)
+		return nil, nil, diags, silent(exitUsage)
 	}
 	g, err := engine.Expand(p, engine.Options{})
 	if err != nil {
-		return nil, nil, usageError(err)
+		return nil, nil, diags, usageError(err)
 	}
-	return p, g, nil
+	return p, g, diags, nil
 }
