@@ -46,8 +46,8 @@ errors.`,
 		Example: `  taoflow plan examples/plans/quickstart.yaml
   taoflow plan sweep.yaml --var image=nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt
   taoflow plan --commands sweep.yaml          # and the exact remote shell
-  taoflow plan --json sweep.yaml | jq '.summary'`,
-		Args:              cobra.ExactArgs(1),
+  taoflow plan --json sweep.yaml | jq '.preview.summary'`,
+		Args:              argsRange(1, 1),
 		ValidArgsFunction: planFileCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, g, diags, err := loadPlanDiags(sio, args[0], vf, false)

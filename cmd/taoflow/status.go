@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
 )
 
 func newStatusCmd(sio stdio, g *globals) *cobra.Command {
@@ -30,13 +32,20 @@ progress. --json prints the same as one JSON object for scripts.`,
 		Example: `  taoflow status
   taoflow status latest
   taoflow status quickstart-1203 --json | jq '.nodes[] | select(.state=="failed")'`,
-		Args:              cobra.MaximumNArgs(1),
+		Args:              argsRange(0, 1),
 		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			store, err := state.OpenReadOnly(g.stateDir)
+			store, err := openState(g.stateDir)
 			if err != nil {
-				return usageError(err)
+				return err
+			}
+			if store == nil {
+				// No state yet: no runs, not an error (DESIGN §2).
+				if len(args) == 1 {
+					return runner.UnknownRun(args[0], nil)
+				}
+				return listRuns(ctx, sio.out, nil, asJSON)
 			}
 			defer store.Close()
 			if len(args) == 0 {
@@ -44,7 +53,7 @@ progress. --json prints the same as one JSON object for scripts.`,
 			}
 			run, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
-				return usageError(err)
+				return err
 			}
 			return showRun(ctx, sio.out, store, run, asJSON)
 		},
@@ -53,34 +62,139 @@ progress. --json prints the same as one JSON object for scripts.`,
 	return cmd
 }
 
+// runJSON is a run as status --json prints it (docs/json.md).
 type runJSON struct {
 	state.Run
-	Alive     bool             `json:"apply_alive"`
-	Nodes     []state.Node     `json:"nodes,omitempty"`
+	Alive bool `json:"apply_alive"`
+	// ApplyGone: the state says running, but its apply died; Next are the
+	// commands that go on from there.
+	ApplyGone bool             `json:"apply_gone,omitempty"`
+	Next      []string         `json:"next,omitempty"`
+	Nodes     []nodeStatusJSON `json:"nodes,omitempty"`
 	Resources []state.Resource `json:"resources,omitempty"`
 }
 
-func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool) error {
-	runs, err := store.Runs(ctx)
+// nodeStatusJSON is a node as status --json prints it: its facts as JSON values
+// (not JSON in strings), its cell with its values, its progress figures.
+type nodeStatusJSON struct {
+	state.Node
+	Cell    *cellStatusJSON `json:"cell,omitempty"`
+	Facts   map[string]any  `json:"facts,omitempty"`
+	Figures *steps.Progress `json:"progress_figures,omitempty"`
+	// FailedJob is the run node whose job failed, when this node (a wait)
+	// saw it fail; LogsCommand prints this node's log.
+	FailedJob   string `json:"failed_job,omitempty"`
+	LogsCommand string `json:"logs_command"`
+}
+
+type cellStatusJSON struct {
+	ID     string            `json:"id"`
+	Values map[string]string `json:"values,omitempty"`
+}
+
+func newRunJSON(r state.Run) runJSON {
+	j := runJSON{Run: r, Alive: runner.ApplyAlive(r), ApplyGone: runner.ApplyGone(r)}
+	if j.ApplyGone {
+		j.Next = runner.NextSteps(r)
+	}
+	return j
+}
+
+func newNodesJSON(run string, nodes []state.Node) []nodeStatusJSON {
+	cells := map[string]map[string]string{}
+	for _, n := range nodes {
+		if v, ok := n.Facts[runner.FactCellValues]; ok {
+			var vals map[string]string
+			if json.Unmarshal([]byte(v), &vals) == nil {
+				cells[n.Cell] = vals
+			}
+		}
+	}
+	out := make([]nodeStatusJSON, 0, len(nodes))
+	for _, n := range nodes {
+		j := nodeStatusJSON{Node: n, FailedJob: n.Facts[runner.FactFailedJob], LogsCommand: runner.LogsCommand(run, n.ID)}
+		if n.Cell != "" {
+			j.Cell = &cellStatusJSON{ID: n.Cell, Values: cells[n.Cell]}
+		}
+		if len(n.Facts) > 0 {
+			j.Facts = map[string]any{}
+			for k, v := range n.Facts {
+				j.Facts[k] = factValue(v)
+			}
+		}
+		if n.Progress != "" {
+			p := steps.ParseProgress(n.Progress)
+			j.Figures = &p
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// factValue is a fact as JSON: an object or array stored as text is
+// itself; any other text is a string.
+func factValue(v string) any {
+	if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		if json.Valid([]byte(t)) {
+			return json.RawMessage(t)
+		}
+	}
+	return v
+}
+
+// openState opens the state in dir for reading; a dir with no state gives
+// a nil store and no error.
+func openState(dir string) (*state.Store, error) {
+	store, err := state.OpenReadOnly(dir)
+	if errors.Is(err, state.ErrNoState) {
+		return nil, nil
+	}
+	return store, err
+}
+
+// findRun resolves id in the state in dir, opened for reading: a dir with
+// no state knows no run.
+func findRun(ctx context.Context, dir, id string) (state.Run, error) {
+	store, err := openState(dir)
 	if err != nil {
-		return err
+		return state.Run{}, err
+	}
+	if store == nil {
+		return state.Run{}, runner.UnknownRun(id, nil)
+	}
+	defer store.Close()
+	return runner.FindRun(ctx, store, id)
+}
+
+// listRuns lists the runs of store (nil: there is no state).
+func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool) error {
+	var runs []state.Run
+	if store != nil {
+		var err error
+		if runs, err = store.Runs(ctx); err != nil {
+			return err
+		}
 	}
 	if asJSON {
 		out := []runJSON{}
 		for _, r := range runs {
-			out = append(out, runJSON{Run: r, Alive: runner.ApplyAlive(r)})
+			out = append(out, newRunJSON(r))
 		}
 		return writeJSON(w, out)
 	}
 	if len(runs) == 0 {
-		fmt.Fprintln(w, "no runs yet")
+		fmt.Fprintln(w, "no runs")
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE")
 	for _, r := range runs {
 		alive, _ := store.Alive(ctx, r.ID)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Name, r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r), len(alive))
+		st := r.State
+		if runner.ApplyGone(r) {
+			st += " (apply gone)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Name, st, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r), len(alive))
 	}
 	return tw.Flush()
 }
@@ -103,16 +217,26 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 		return err
 	}
 	if asJSON {
-		return writeJSON(w, runJSON{Run: r, Alive: runner.ApplyAlive(r), Nodes: nodes, Resources: alive})
+		j := newRunJSON(r)
+		j.Nodes, j.Resources = newNodesJSON(r.ID, nodes), alive
+		return writeJSON(w, j)
 	}
+	gone := runner.ApplyGone(r)
 	fmt.Fprintf(w, "run %s (plan %s, %s)\n", r.ID, r.Name, r.PlanFile)
-	fmt.Fprintf(w, "state: %s, started %s, %s", r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r))
-	if !r.EndedAt.IsZero() {
-		fmt.Fprintf(w, ", exit %d", r.ExitCode)
-	}
-	fmt.Fprintln(w)
-	if r.Message != "" {
-		fmt.Fprintf(w, "%s\n", r.Message)
+	if gone {
+		// Not "state: running" with frozen progress: the apply died.
+		fmt.Fprintf(w, "state: not running: its apply (pid %d) died without ending the run; started %s\n", r.PID, r.StartedAt.Local().Format("2006-01-02 15:04:05"))
+		next := runner.NextSteps(r)
+		fmt.Fprintf(w, "continue it:        %s\nor tear it down:    %s\n", next[0], next[1])
+	} else {
+		fmt.Fprintf(w, "state: %s, started %s, %s", r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r))
+		if !r.EndedAt.IsZero() {
+			fmt.Fprintf(w, ", exit %d", r.ExitCode)
+		}
+		fmt.Fprintln(w)
+		if r.Message != "" {
+			fmt.Fprintf(w, "%s\n", r.Message)
+		}
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -139,16 +263,34 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	printFailures(w, r.ID, nodes)
 	if len(alive) > 0 {
 		fmt.Fprintf(w, "\nresources that may still exist:\n")
 		for _, res := range alive {
 			fmt.Fprintf(w, "  %s %s on %s (%s)\n", res.Kind, res.Name, res.Instance, res.State)
 		}
-		if !runner.ApplyAlive(r) {
+		if !runner.ApplyAlive(r) && !gone {
 			fmt.Fprintf(w, "remove them with: taoflow destroy %s --yes\n", r.ID)
 		}
 	}
 	return nil
+}
+
+// printFailures names what failed, by the job's run step where a wait saw
+// it, with the command that shows its log.
+func printFailures(w io.Writer, run string, nodes []state.Node) {
+	first := true
+	for _, n := range nodes {
+		if n.State != state.NodeFailed && n.State != state.NodeTimedOut {
+			continue
+		}
+		if first {
+			fmt.Fprintf(w, "\nfailed:\n")
+			first = false
+		}
+		f := runner.Failure{Node: n.ID, Job: n.Facts[runner.FactFailedJob], Instance: n.Instance, State: n.State}
+		fmt.Fprintf(w, "  %s: %s\n    its log: %s\n", f.Title(), clipText(firstLine(n.Message), 200), runner.LogsCommand(run, n.ID))
+	}
 }
 
 func firstLine(s string) string {
