@@ -17,6 +17,8 @@ type Options struct {
 	// Sources say where each of Vars was set (--var-file lines); a var
 	// without one came from --var NAME=VALUE.
 	Sources map[string]VarSource
+	// Strict makes every warning an error (--strict).
+	Strict bool
 }
 
 // VarSource is where an overriding var value was set.
@@ -57,6 +59,12 @@ func Parse(file string, data []byte, opts Options) (*Plan, Diagnostics) {
 		check(p, d)
 		overrideVars(p, opts, d)
 		checkValues(p, d)
+		if !d.list.HasErrors() {
+			lint(p, d) // advice for a plan that is otherwise right
+		}
+	}
+	if opts.Strict {
+		strict(d)
 	}
 	return p, d.list.Sort()
 }

@@ -147,7 +147,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		if err := prior.CheckVars(given); err != nil {
 			return err
 		}
-		f.vars = varFlags{vars: prior.VarFlags()}
+		f.vars = varFlags{vars: prior.VarFlags(), strict: f.vars.strict}
 	}
 	p, _, err := loadPlan(sio, path, f.vars)
 	if err != nil {

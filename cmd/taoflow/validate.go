@@ -100,16 +100,18 @@ func newValidateReport(path string, diags plan.Diagnostics) validateReport {
 	return r
 }
 
-// varFlags are --var and --var-file, which validate, plan, graph and
-// apply take.
+// varFlags are --var, --var-file and --strict, which validate, plan, graph
+// and apply take.
 type varFlags struct {
-	vars  []string
-	files []string
+	vars   []string
+	files  []string
+	strict bool
 }
 
 func (v *varFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&v.vars, "var", nil, "override a var: `NAME=VALUE` (repeatable; beats --var-file)")
 	cmd.Flags().StringArrayVar(&v.files, "var-file", nil, "override vars from a YAML `FILE` of NAME: VALUE lines (repeatable; a later file wins)")
+	cmd.Flags().BoolVar(&v.strict, "strict", false, "treat warnings as errors")
 }
 
 // options turns the flags into load options: the files in order, then
@@ -124,7 +126,7 @@ func (v *varFlags) options() (plan.Options, plan.Diagnostics, error) {
 		vars[k] = val
 		delete(sources, k)
 	}
-	return plan.Options{Vars: vars, Sources: sources}, diags, nil
+	return plan.Options{Vars: vars, Sources: sources, Strict: v.strict}, diags, nil
 }
 
 // loadPlan loads and expands a plan for the commands that show it,
