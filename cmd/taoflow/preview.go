@@ -46,7 +46,7 @@ type previewStep struct {
 	Timeout string `json:"timeout,omitempty"` // the step's timeout per attempt; empty: none
 	// JobTimeout is a wait step's with.timeout: the job is canceled after it.
 	JobTimeout string `json:"job_timeout,omitempty"`
-	Retries int    `json:"retries"`
+	Retries    int    `json:"retries"`
 }
 
 type previewSecret struct {
