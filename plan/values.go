@@ -35,37 +35,44 @@ func checkValues(p *Plan, d *diags) {
 	}
 }
 
-// refsUnder reports which namespaces the strings under v refer to.
-func refsUnder(v *Value) (vars, cells bool) {
-	switch v.Kind {
-	case Scalar:
-		if !v.IsString() || !HasExpr(v.Text) {
-			return false, false
-		}
-		t, err := ParseTemplate(v.Text)
-		if err != nil {
-			return false, false
-		}
-		for _, r := range t.Refs() {
-			switch r.NS {
-			case NSVars:
-				vars = true
-			case NSMatrix, NSCell:
-				cells = true
+// refsUnder reports whether the strings under v refer to vars, and the
+// matrix keys they name (cell.* names every key: a cell id is made of all).
+func refsUnder(v *Value) (vars, cells bool, keys map[string]bool) {
+	keys = map[string]bool{}
+	var walk func(v *Value)
+	walk = func(v *Value) {
+		switch v.Kind {
+		case Scalar:
+			if !v.IsString() || !HasExpr(v.Text) {
+				return
+			}
+			t, err := ParseTemplate(v.Text)
+			if err != nil {
+				return
+			}
+			for _, r := range t.Refs() {
+				switch r.NS {
+				case NSVars:
+					vars = true
+				case NSMatrix:
+					cells = true
+					keys[r.Name] = true
+				case NSCell:
+					cells = true
+				}
+			}
+		case List:
+			for _, it := range v.Items {
+				walk(it)
+			}
+		case Map:
+			for _, f := range v.Fields {
+				walk(f.Value)
 			}
 		}
-	case List:
-		for _, it := range v.Items {
-			a, b := refsUnder(it)
-			vars, cells = vars || a, cells || b
-		}
-	case Map:
-		for _, f := range v.Fields {
-			a, b := refsUnder(f.Value)
-			vars, cells = vars || a, cells || b
-		}
 	}
-	return vars, cells
+	walk(v)
+	return vars, cells, keys
 }
 
 // cellScope is one cell of a matrix, for substitution.
@@ -154,7 +161,7 @@ func eachCell(m *Matrix, fn func(*cellScope)) {
 // checkField checks with.<f.Key> of step s for each distinct value its
 // substitution takes.
 func (c *checker) checkField(s *Step, f Field) {
-	vars, cells := refsUnder(f.Value)
+	vars, cells, keys := refsUnder(f.Value)
 	if !vars && !cells {
 		return
 	}
@@ -166,10 +173,25 @@ func (c *checker) checkField(s *Step, f Field) {
 	}
 	// Report the first cell whose value is wrong, and count the others: a
 	// wrong var would otherwise be reported once per cell.
-	seen := map[string]bool{}
+	// Cells that agree on the matrix keys the value names give it the same
+	// type: a cell.* value differs between them only in characters of the
+	// same kind ([A-Za-z0-9._-]), so one of them stands for all.
+	seen, seenKeys := map[string]bool{}, map[string]bool{}
 	var first Diagnostics
 	others := 0
 	eachCell(m, func(cs *cellScope) {
+		if cs != nil {
+			var kb strings.Builder
+			for i, k := range cs.keys {
+				if keys[k] {
+					kb.WriteString(strconv.Quote(cs.values[i]))
+				}
+			}
+			if seenKeys[kb.String()] {
+				return
+			}
+			seenKeys[kb.String()] = true
+		}
 		lookup := cs.lookup(c.p)
 		sub := substituteValue(f.Value, lookup)
 		key, _ := json.Marshal(sub.JSON())
