@@ -25,7 +25,7 @@ func build(file string, root *Value) *Plan {
 	if v := root.Get("vars"); v != nil {
 		for _, f := range v.Fields {
 			if f.Value.Kind == Scalar {
-				p.Vars = append(p.Vars, Var{Name: f.Key, Value: f.Value.Text, Pos: f.KeyPos})
+				p.Vars = append(p.Vars, Var{Name: f.Key, Value: f.Value.Text, Pos: f.KeyPos, From: "vars: line " + strconv.Itoa(f.KeyPos.Line)})
 			}
 		}
 	}

@@ -47,11 +47,15 @@ type Name struct {
 	Pos  Pos
 }
 
-// Var is a plain parameter of the plan; --var NAME=VALUE overrides it.
+// Var is a plain parameter of the plan; --var NAME=VALUE and --var-file
+// override it.
 type Var struct {
 	Name  string
 	Value string
 	Pos   Pos // the key
+	// From says where Value was set, for messages: "vars: line 24",
+	// "--var poll=30", "--var-file sweep.vars.yaml line 3".
+	From string
 }
 
 // Platform says where the plan's instances are.
@@ -266,4 +270,19 @@ func (p *Plan) MatrixRoot(s *Step) *Step {
 		s = next
 	}
 	return nil
+}
+
+// Billed returns the instances this plan creates on a platform that bills
+// for them from creation (brev), in file order: what apply asks about.
+func (p *Plan) Billed() []*Instance {
+	if p.Platform.Kind != PlatformBrev {
+		return nil
+	}
+	var out []*Instance
+	for _, in := range p.Instances {
+		if in.Create {
+			out = append(out, in)
+		}
+	}
+	return out
 }

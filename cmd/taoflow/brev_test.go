@@ -188,7 +188,7 @@ func TestBrevSweep(t *testing.T) {
 			}
 		}
 	}()
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "sweep.yaml", "--var", "dest=file://"+dir+"/results")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "sweep.yaml", "--var", "dest=file://"+dir+"/results")
 	close(stop)
 	wg.Wait()
 	if code != exitOK {
@@ -354,7 +354,7 @@ func TestBrevExecTransport(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{ControlMaster: true})
 	writePlan(t, "exec.yaml", brevExecPlan)
 	f.Inject(brevtest.Fault{Kind: "exec-transient", Match: "count-code-0", Times: 2})
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "exec.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "exec.yaml")
 	if code != exitFailed {
 		t.Fatalf("apply exit %d, want 1 (one cell fails)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -627,7 +627,7 @@ finally:
 func TestBrevUploadFailureStops(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{})
 	writePlan(t, "upfail.yaml", brevUploadFails)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "upfail.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "upfail.yaml")
 	if code != exitTeardown {
 		t.Fatalf("apply exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -719,7 +719,7 @@ func TestBrevResumeUsesInstance(t *testing.T) {
 			sum := sha256.Sum256([]byte(brevResumePlan))
 			recordBrevInstance(t, dir, run, hex.EncodeToString(sum[:]), "gpu", name, created)
 
-			code, out, errOut := applyCLI(t, "apply", "--output", "plain", "resume.yaml", "--resume", run)
+			code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "resume.yaml", "--resume", run)
 			if code != exitOK {
 				t.Fatalf("apply --resume exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 			}
@@ -749,12 +749,12 @@ func TestBrevResumeUsesInstance(t *testing.T) {
 func TestBrevCLIChecked(t *testing.T) {
 	f, _ := brevEnv(t, brevtest.Options{Version: "v0.6.319"})
 	writePlan(t, "p.yaml", brevResumePlan)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
 	if code != exitUsage || !strings.Contains(errOut, "v0.6.319") || !strings.Contains(errOut, "v0.6.320") {
 		t.Errorf("an old brev: exit %d\n%s%s", code, out, errOut)
 	}
 	t.Setenv("PATH", "/nonexistent")
-	code, out, errOut = applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	code, out, errOut = applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
 	if code != exitUsage || !strings.Contains(errOut, "brev") {
 		t.Errorf("no brev on PATH: exit %d\n%s%s", code, out, errOut)
 	}
@@ -775,7 +775,7 @@ func TestBrevCreateFails(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{})
 	writePlan(t, "p.yaml", brevResumePlan)
 	f.Inject(brevtest.Fault{Kind: "create-failure"})
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
 	if code != exitFailed {
 		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -844,7 +844,7 @@ func TestBrevSweepExample(t *testing.T) {
 	t.Setenv("NGC_KEY", reg.Password)
 	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", example,
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", example,
 		"--var", "image="+image, "--var", "registry="+reg.Addr, "--var", "bucket=s3://"+bucket+"/sweep",
 		"--var", "s3_endpoint="+s3.Endpoint, "--var", "min_gpus=0", "--var", "gpus=0", "--var", "poll=200ms")
 	if code != exitOK {
