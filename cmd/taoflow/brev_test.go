@@ -810,7 +810,7 @@ func TestBrevOrphanKeepsCause(t *testing.T) {
 	// name makes a duplicate, and prints more after the cause.
 	writePlan(t, "p.yaml", strings.Replace(brevResumePlan, "type: g5.xlarge", `type: "g5.xlarge,g5.2xlarge"`, 1))
 	f.Inject(brevtest.Fault{Kind: "create-eof"})
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
 	if code != exitFailed {
 		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -923,7 +923,7 @@ func TestBrevTeardownBehindBack(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		var out, errOut bytes.Buffer
-		code := exitCode(run(ctx, []string{"apply", "--output", "plain", "behind.yaml"}, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
+		code := exitCode(run(ctx, []string{"apply", "--yes", "--output", "plain", "behind.yaml"}, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
 		done <- result{code, out.String(), errOut.String()}
 	}()
 	// Once every job runs, take the instances away, then interrupt.
@@ -983,7 +983,7 @@ func TestBrevTeardownBehindBack(t *testing.T) {
 func TestBrevNotLoggedIn(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{LoggedOut: true})
 	writePlan(t, "p.yaml", brevResumePlan)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
 	if code != exitUsage || !strings.Contains(errOut, "brev is not logged in: run `brev login`") {
 		t.Errorf("a logged-out brev: exit %d\n%s%s", code, out, errOut)
 	}
@@ -1012,7 +1012,7 @@ func TestBrevNotLoggedIn(t *testing.T) {
 	}
 	t.Chdir(t.TempDir())
 	writePlan(t, "p.yaml", brevResumePlan)
-	code, out, errOut = applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	code, out, errOut = applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
 	if code != exitUsage || !strings.Contains(errOut, "cannot read the output of `brev ls --json`") || !strings.Contains(errOut, "A new version") {
 		t.Errorf("a banner before ls's JSON: exit %d\n%s%s", code, out, errOut)
 	}
@@ -1071,7 +1071,7 @@ func TestBrevExecUpload(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
 	writePlan(t, "up.yaml", brevExecUpload)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "up.yaml",
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "up.yaml",
 		"--var", "files=file://"+dir+"/results", "--var", "bucket=s3://"+bucket+"/run",
 		"--var", "endpoint="+s3.Endpoint, "--var", "region="+s3.Region, "--var", "ak="+s3.AccessKey, "--var", "sk="+s3.SecretKey)
 	if code != exitOK {
@@ -1128,7 +1128,7 @@ func TestBrevReleaseSaysWhatHappened(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{})
 	f.AddExisting("my-box")
 	writePlan(t, "keep.yaml", brevKeepExisting)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "keep.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "keep.yaml")
 	if code != exitOK {
 		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -1209,7 +1209,7 @@ func TestNeverReachedHostNotExit3(t *testing.T) {
 	port := testrig.FreePort(t)
 	writePlan(t, "ssh_config", fmt.Sprintf("Host dead\n\tHostName 127.0.0.1\n\tPort %d\n\tUser nobody\n", port))
 	writePlan(t, "dead.yaml", sshNeverReached)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "dead.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "dead.yaml")
 	if code != exitFailed {
 		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
