@@ -99,7 +99,7 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Fatalf("%s did not appear within %s", args[0], limit)
 }
 
-// waitnode [-re] NODE STATE: wait (up to 30s) until the state in .taoflow
+// waitnode [-re] NODE STATE: wait (up to 3m) until the state in .taoflow
 // says node NODE of the latest run is in STATE; with -re, NODE is a regular
 // expression (anchored) and any node it matches will do.
 func cmdWaitNode(ts *testscript.TestScript, neg bool, args []string) {
@@ -115,7 +115,10 @@ func cmdWaitNode(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: waitnode [-re] node state")
 	}
 	var last []string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// A bound for a condition, not a duration that orders anything: on a
+	// loaded machine launching a container over ssh alone took 15 s.
+	const limit = 3 * time.Minute
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		st, err := state.OpenReadOnly(ts.MkAbs(".taoflow"))
 		if err != nil {
 			continue // not made yet
@@ -137,7 +140,7 @@ func cmdWaitNode(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		st.Close()
 	}
-	ts.Fatalf("no node %s became %s within 30s (last: %q)", args[0], args[1], last)
+	ts.Fatalf("no node %s became %s within %s (last: %q)", args[0], args[1], limit, last)
 }
 
 // waitlog NODE TEXT: wait (up to 60s) until the log of node NODE of the
