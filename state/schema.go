@@ -78,6 +78,15 @@ CREATE TABLE logs (
 `,
 	// 2: facts a node's step learned (the digest an image was pulled at).
 	`ALTER TABLE nodes ADD COLUMN facts TEXT NOT NULL DEFAULT '{}';`,
+	// 3: a run's records: its readable name (unique), tags and provenance.
+	`
+CREATE TABLE run_records (
+	run_id     TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+	label      TEXT UNIQUE,
+	tags       TEXT NOT NULL,
+	provenance TEXT NOT NULL
+);
+`,
 }
 
 // migrate brings db's schema up to the newest version in one immediate
