@@ -31,7 +31,8 @@ func NewRunID(name string) string {
 	return fmt.Sprintf("%s-%s-%s", name, time.Now().UTC().Format("0102-150405"), hex.EncodeToString(b))
 }
 
-// FindRun resolves a run id, a unique prefix of one, or "latest".
+// FindRun resolves a run id, a run's name (apply --name), a unique prefix
+// of an id, or "latest".
 func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, error) {
 	if id == "latest" {
 		r, err := store.LatestRun(ctx)
@@ -42,6 +43,9 @@ func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, err
 	}
 	if r, err := store.Run(ctx, id); err == nil {
 		return r, nil
+	}
+	if r, err := store.RunByName(ctx, id); err == nil {
+		return r, nil // apply --name
 	}
 	runs, err := store.Runs(ctx)
 	if err != nil {

@@ -64,7 +64,7 @@ func (s *Store) SetRunRecord(ctx context.Context, rec RunRecord) error {
 func (s *Store) RunRecord(ctx context.Context, id string) (RunRecord, error) {
 	row := s.db.QueryRowContext(ctx, `SELECT run_id, label, tags, provenance FROM run_records WHERE run_id = ?`, s.r(id))
 	rec, err := scanRecord(row)
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) || noRecords(err) {
 		return RunRecord{RunID: id}, nil
 	}
 	if err != nil {
@@ -76,6 +76,9 @@ func (s *Store) RunRecord(ctx context.Context, id string) (RunRecord, error) {
 // RunRecords returns the records of every run that has one, by run id.
 func (s *Store) RunRecords(ctx context.Context) (map[string]RunRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT run_id, label, tags, provenance FROM run_records`)
+	if noRecords(err) {
+		return map[string]RunRecord{}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("state: run records: %w", err)
 	}
@@ -147,4 +150,10 @@ func (s *Store) redactValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// noRecords tells the error of a read-only store opened on a state made
+// before run records existed (only Open migrates).
+func noRecords(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no such table: run_records")
 }

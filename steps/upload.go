@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/provenance"
 	"github.com/taoflow/taoflow/internal/shellquote"
 )
 
@@ -43,6 +44,12 @@ type Manifest struct {
 	Files      int64             `json:"files"`
 	Bytes      int64             `json:"bytes"`
 	UploadedAt string            `json:"uploaded_at"`
+	// RunName and Tags are apply's --name and the run's tags (the plan's
+	// and --tag's); Provenance what produced the run (git commit, taoflow
+	// version, who ran apply where).
+	RunName    string            `json:"run_name,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Provenance *provenance.Info  `json:"provenance,omitempty"`
 }
 
 // ManifestCell is the matrix cell of a Manifest.
@@ -199,6 +206,9 @@ func (s *Steps) manifest(req Request, from, to string, files, bytes int64) Manif
 		Files:        files,
 		Bytes:        bytes,
 		UploadedAt:   time.Now().UTC().Format(time.RFC3339),
+		RunName:      s.cfg.Record.Name,
+		Tags:         s.cfg.Record.Tags,
+		Provenance:   s.cfg.Record.Provenance,
 	}
 	if p := s.cfg.Plan; p != nil {
 		m.Plan, m.PlanHash = p.Name, p.Hash

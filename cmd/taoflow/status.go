@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,7 +17,10 @@ import (
 )
 
 func newStatusCmd(sio stdio, g *globals) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON  bool
+		tagArgs []string
+	)
 	cmd := &cobra.Command{
 		Use:   "status [RUN]",
 		Short: "Show runs, their nodes and the resources that may still exist",
@@ -39,8 +43,15 @@ progress. --json prints the same as one JSON object for scripts.`,
 				return usageError(err)
 			}
 			defer store.Close()
+			tags, err := parseTags(tagArgs)
+			if err != nil {
+				return err
+			}
 			if len(args) == 0 {
-				return listRuns(ctx, sio.out, store, asJSON)
+				return listRuns(ctx, sio.out, store, asJSON, tags)
+			}
+			if len(tags) > 0 {
+				return usageError(fmt.Errorf("--tag filters the list of runs; give it without RUN"))
 			}
 			run, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
@@ -50,37 +61,49 @@ progress. --json prints the same as one JSON object for scripts.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringArrayVar(&tagArgs, "tag", nil, "list only the runs tagged `KEY=VALUE` (repeatable: all must match)")
 	return cmd
 }
 
 type runJSON struct {
 	state.Run
+	state.RunRecord
 	Alive     bool             `json:"apply_alive"`
 	Nodes     []state.Node     `json:"nodes,omitempty"`
 	Resources []state.Resource `json:"resources,omitempty"`
 }
 
-func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool) error {
+func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool, tags map[string]string) error {
 	runs, err := store.Runs(ctx)
 	if err != nil {
 		return err
 	}
+	records, err := store.RunRecords(ctx)
+	if err != nil {
+		return err
+	}
+	runs = slices.DeleteFunc(runs, func(r state.Run) bool { return !matchTags(records[r.ID].Tags, tags) })
 	if asJSON {
 		out := []runJSON{}
 		for _, r := range runs {
-			out = append(out, runJSON{Run: r, Alive: runner.ApplyAlive(r)})
+			out = append(out, runJSON{Run: r, RunRecord: records[r.ID], Alive: runner.ApplyAlive(r)})
 		}
 		return writeJSON(w, out)
 	}
 	if len(runs) == 0 {
+		if len(tags) > 0 {
+			fmt.Fprintf(w, "no runs tagged %s\n", formatTags(tags))
+			return nil
+		}
 		fmt.Fprintln(w, "no runs yet")
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE")
+	fmt.Fprintln(tw, "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE\tNAME\tTAGS")
 	for _, r := range runs {
 		alive, _ := store.Alive(ctx, r.ID)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Name, r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r), len(alive))
+		rec := records[r.ID]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Name, r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r), len(alive), rec.Label, formatTags(rec.Tags))
 	}
 	return tw.Flush()
 }
@@ -102,10 +125,15 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	if err != nil {
 		return err
 	}
+	rec, err := store.RunRecord(ctx, r.ID)
+	if err != nil {
+		return err
+	}
 	if asJSON {
-		return writeJSON(w, runJSON{Run: r, Alive: runner.ApplyAlive(r), Nodes: nodes, Resources: alive})
+		return writeJSON(w, runJSON{Run: r, RunRecord: rec, Alive: runner.ApplyAlive(r), Nodes: nodes, Resources: alive})
 	}
 	fmt.Fprintf(w, "run %s (plan %s, %s)\n", r.ID, r.Name, r.PlanFile)
+	showRecord(w, rec, nodes)
 	fmt.Fprintf(w, "state: %s, started %s, %s", r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r))
 	if !r.EndedAt.IsZero() {
 		fmt.Fprintf(w, ", exit %d", r.ExitCode)

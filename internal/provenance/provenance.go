@@ -78,10 +78,14 @@ func GitState(ctx context.Context, dir string) *Git {
 	g := &Git{}
 	root, err := git(ctx, dir, "rev-parse", "--show-toplevel")
 	if err != nil {
-		g.Note = "not in a git repository"
 		var ee *exec.Error
-		if errors.As(err, &ee) {
+		switch {
+		case errors.As(err, &ee):
 			g.Note = "git is not installed"
+		case strings.Contains(err.Error(), "not a git repository"):
+			g.Note = "not in a git repository"
+		default:
+			g.Note = firstLine(err.Error()) // such as a repository owned by someone else
 		}
 		return g
 	}
