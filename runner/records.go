@@ -113,3 +113,42 @@ func (a *Apply) restoreRecord(ctx context.Context) (steps.RunRecord, error) {
 	}
 	return rec, nil
 }
+
+// Facts recorded on run and upload nodes for the results table.
+const (
+	factJob         = "job"          // a run node's job id
+	factMatrix      = "matrix"       // its cell's values: a JSON array of {key, value}
+	factNetworkArch = "network_arch" // TAO: the network architecture
+	factAction      = "action"       // TAO: the action
+	factUploadedTo  = "uploaded_to"  // an upload node's destination
+)
+
+// cellValue is one matrix value of a cell, in the plan's key order.
+type cellValue struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// recordRunFacts records what the results table needs of a run node before
+// it launches its job.
+func (e *executor) recordRunFacts(ctx context.Context, req steps.Request) {
+	set := func(k, v string) {
+		if v != "" {
+			_ = e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, req.NodeID, k, v)
+		}
+	}
+	set(factJob, req.JobID)
+	if c := req.Cell; c != nil {
+		vals := make([]cellValue, 0, len(c.Values))
+		for _, kv := range c.Values {
+			vals = append(vals, cellValue{kv.Key, kv.Value})
+		}
+		if b, err := json.Marshal(vals); err == nil {
+			set(factMatrix, string(b))
+		}
+	}
+	if job, ok := steps.TAOJobOf(req.With); ok {
+		set(factNetworkArch, job.NetworkArch)
+		set(factAction, job.Action)
+	}
+}

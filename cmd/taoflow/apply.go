@@ -193,6 +193,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 			fmt.Fprintf(errOut, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, a.ID)
 		}
 		printOutcome(errOut, a.ID, a.Graph, sum, verdict)
+		printResults(parent, out, a)
 	}
 	if n := a.StateErrors(); n > 0 {
 		fmt.Fprintf(errOut, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", n, a.ID)

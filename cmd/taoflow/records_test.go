@@ -3,11 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/taoflow/taoflow/runner"
 )
 
 // TestRequireCleanExit2 checks that apply --require-clean refuses a dirty
@@ -43,5 +55,114 @@ func TestRequireCleanExit2(t *testing.T) {
 	}
 	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
 		t.Errorf("a refused apply made the state directory (%v)", err)
+	}
+}
+
+var (
+	trainerOnce sync.Once
+	trainerPath string
+	trainerErr  error
+)
+
+// TestRecordsScripts runs the scripts of testdata/records: provenance,
+// names and tags, the results table (jobs run the fake TAO trainer, which
+// writes status.json as TAO does) and notifiers. $TRAINER is the trainer.
+func TestRecordsScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/records",
+		Setup: func(env *testscript.Env) error {
+			trainerOnce.Do(func() {
+				dir, err := os.MkdirTemp("", "taoflow-trainer-")
+				if err != nil {
+					trainerErr = err
+					return
+				}
+				trainerPath = filepath.Join(dir, "trainer")
+				out, err := exec.Command("go", "build", "-o", trainerPath, "github.com/taoflow/taoflow/internal/testrig/trainer").CombinedOutput()
+				if err != nil {
+					trainerErr = fmt.Errorf("building the trainer: %v\n%s", err, out)
+				}
+			})
+			env.Setenv("TRAINER", trainerPath)
+			return trainerErr
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"httpsink": cmdHTTPSink,
+		},
+	})
+}
+
+// httpsink FILE STATUS: serve POSTs on 127.0.0.1 until the script ends,
+// appending each body (and a newline) to FILE and answering STATUS; $SINK
+// is its URL.
+func cmdHTTPSink(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: httpsink file status")
+	}
+	code, err := strconv.Atoi(args[1])
+	if err != nil {
+		ts.Fatalf("httpsink: %v", err)
+	}
+	path := ts.MkAbs(args[0])
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "%s %s %s\n%s\n", r.Method, r.URL.RequestURI(), r.Header.Get("Content-Type"), body)
+			f.Close()
+		}
+		mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("SINK", srv.URL)
+}
+
+// TestResultsGolden renders a results table (two run steps, a failed cell,
+// a metric one cell lacks, TAO records) as text and CSV against golden
+// files; UPDATE_GOLDEN=1 rewrites them.
+func TestResultsGolden(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tab := runner.ResultTable{
+		RunID: "r1", Keys: []string{"lr", "bs"}, Metrics: []string{"accuracy", "loss"},
+		Rows: []runner.ResultRow{
+			{Step: "train", Cell: "lr-0.1-bs-8", Matrix: map[string]string{"lr": "0.1", "bs": "8"}, Instance: "gpu0", State: "succeeded",
+				Duration: 754 * time.Second, Seconds: 754, NetworkArch: "visual_changenet", Action: "train", Epoch: f(10), MaxEpoch: f(10),
+				Last: map[string]float64{"loss": 0.123456, "accuracy": 0.91}, Best: map[string]float64{"loss": 0.1, "accuracy": 0.93},
+				Results: []string{"s3://b/exp/lr-0.1-bs-8/"}},
+			{Step: "train", Cell: "lr-0.01-bs-8", Matrix: map[string]string{"lr": "0.01", "bs": "8"}, Instance: "gpu1", State: "failed",
+				Duration: 61 * time.Second, Seconds: 61, NetworkArch: "visual_changenet", Action: "train", Epoch: f(2), MaxEpoch: f(10),
+				Last: map[string]float64{"loss": 2.5}, Best: map[string]float64{"loss": 2.5}},
+			{Step: "eval", Instance: "gpu0", State: "succeeded", Duration: 5 * time.Second, Seconds: 5,
+				Last: map[string]float64{"accuracy": 0.88}, Best: map[string]float64{"accuracy": 0.88}},
+		},
+	}
+	if err := tab.Sort("loss"); err != nil {
+		t.Fatal(err)
+	}
+	var text, csvOut bytes.Buffer
+	if err := writeResults(&text, tab); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeResultsCSV(&csvOut, tab); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"results.txt": text.Bytes(), "results.csv": csvOut.Bytes()} {
+		path := filepath.Join("testdata", "golden", name)
+		if os.Getenv("UPDATE_GOLDEN") != "" {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s\nRegenerate with UPDATE_GOLDEN=1 go test ./cmd/taoflow -run TestResultsGolden", name, diff)
+		}
 	}
 }

@@ -20,6 +20,7 @@ func newStatusCmd(sio stdio, g *globals) *cobra.Command {
 	var (
 		asJSON  bool
 		tagArgs []string
+		rf      resultFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "status [RUN]",
@@ -53,14 +54,19 @@ progress. --json prints the same as one JSON object for scripts.`,
 			if len(tags) > 0 {
 				return usageError(fmt.Errorf("--tag filters the list of runs; give it without RUN"))
 			}
+			if asJSON && rf.csv {
+				return usageError(fmt.Errorf("--json and --csv can't both be given"))
+			}
 			run, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
 				return usageError(err)
 			}
-			return showRun(ctx, sio.out, store, run, asJSON)
+			return showRun(ctx, sio.out, store, run, asJSON, rf)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&rf.sort, "sort", "", "sort the results table by `METRIC`, best first")
+	cmd.Flags().BoolVar(&rf.csv, "csv", false, "print the run's results table as CSV")
 	cmd.Flags().StringArrayVar(&tagArgs, "tag", nil, "list only the runs tagged `KEY=VALUE` (repeatable: all must match)")
 	return cmd
 }
@@ -68,9 +74,10 @@ progress. --json prints the same as one JSON object for scripts.`,
 type runJSON struct {
 	state.Run
 	state.RunRecord
-	Alive     bool             `json:"apply_alive"`
-	Nodes     []state.Node     `json:"nodes,omitempty"`
-	Resources []state.Resource `json:"resources,omitempty"`
+	Alive     bool                `json:"apply_alive"`
+	Results   *runner.ResultTable `json:"results,omitempty"`
+	Nodes     []state.Node        `json:"nodes,omitempty"`
+	Resources []state.Resource    `json:"resources,omitempty"`
 }
 
 func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool, tags map[string]string) error {
@@ -116,7 +123,7 @@ func runTime(r state.Run) string {
 	return elapsed(end.Sub(r.StartedAt))
 }
 
-func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, asJSON bool) error {
+func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, asJSON bool, rf resultFlags) error {
 	nodes, err := store.Nodes(ctx, r.ID)
 	if err != nil {
 		return err
@@ -129,8 +136,20 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	if err != nil {
 		return err
 	}
+	results, err := runner.Results(ctx, store, r.ID)
+	if err != nil {
+		return err
+	}
+	if rf.sort != "" {
+		if err := results.Sort(rf.sort); err != nil {
+			return usageError(err)
+		}
+	}
+	if rf.csv {
+		return writeResultsCSV(w, results)
+	}
 	if asJSON {
-		return writeJSON(w, runJSON{Run: r, RunRecord: rec, Alive: runner.ApplyAlive(r), Nodes: nodes, Resources: alive})
+		return writeJSON(w, runJSON{Run: r, RunRecord: rec, Alive: runner.ApplyAlive(r), Nodes: nodes, Resources: alive, Results: &results})
 	}
 	fmt.Fprintf(w, "run %s (plan %s, %s)\n", r.ID, r.Name, r.PlanFile)
 	showRecord(w, rec, nodes)
@@ -166,6 +185,12 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(results.Rows) > 0 {
+		fmt.Fprintln(w)
+		if err := writeResults(w, results); err != nil {
+			return err
+		}
 	}
 	if len(alive) > 0 {
 		fmt.Fprintf(w, "\nresources that may still exist:\n")
