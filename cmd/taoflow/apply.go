@@ -195,6 +195,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		printOutcome(errOut, a.ID, a.Graph, sum, verdict)
 		printResults(parent, out, a)
 	}
+	reportNotify(errOut, a.Notify(parent, runState, code, verdict, sum.Left))
 	if n := a.StateErrors(); n > 0 {
 		fmt.Fprintf(errOut, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", n, a.ID)
 	}

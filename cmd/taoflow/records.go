@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/taoflow/taoflow/internal/provenance"
+	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -129,6 +130,18 @@ func showRecord(w io.Writer, rec state.RunRecord, nodes []state.Node) {
 		if !seen[line] {
 			seen[line] = true
 			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// reportNotify says how the notifiers went; a failure never changes the
+// exit status.
+func reportNotify(w io.Writer, outcomes []runner.NotifyOutcome) {
+	for _, o := range outcomes {
+		if o.Err != nil {
+			fmt.Fprintf(w, "taoflow: %s failed (the run's exit status is unchanged): %v\n", o.What, o.Err)
+		} else {
+			fmt.Fprintf(w, "taoflow: %s: sent\n", o.What)
 		}
 	}
 }
