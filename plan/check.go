@@ -340,19 +340,25 @@ func (c *checker) stepIDs() []string {
 }
 
 func (c *checker) suggest(name string, options []string) string {
-	best, bestD := "", 3
-	for _, o := range options {
-		if d := editDistance(name, o); d < bestD {
-			best, bestD = o, d
-		}
-	}
-	if best != "" {
+	if best := Closest(name, options); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	if len(options) > 0 && len(options) <= 12 {
 		return " (known: " + strings.Join(options, ", ") + ")"
 	}
 	return ""
+}
+
+// Closest returns the option nearest to name (at most two edits away), or
+// "" when none is: the "did you mean" of a misspelt name.
+func Closest(name string, options []string) string {
+	best, bestD := "", 3
+	for _, o := range options {
+		if d := editDistance(name, o); d < bestD {
+			best, bestD = o, d
+		}
+	}
+	return best
 }
 
 func editDistance(a, b string) int {

@@ -188,12 +188,22 @@ func Verdict(s engine.Summary) (runState, message string) {
 }
 
 // Finish records the end of the run: its state, the exit code apply ends
-// with and the verdict (also sent to the view as the RunEnded event).
-func (a *Apply) Finish(runState string, exitCode int, verdict string) error {
+// with and the verdict (also kept as the RunEnded event of the state). It
+// returns the Outcome the views show; the error is the state's, when the
+// end could not be recorded.
+func (a *Apply) Finish(sum engine.Summary, runState string, exitCode int, verdict string) (Outcome, error) {
+	now := time.Now()
 	if a.rec != nil {
-		a.rec.Event(engine.Event{Time: time.Now(), Type: engine.RunEnded, Message: verdict})
+		a.rec.record(engine.Event{Time: now, Type: engine.RunEnded, ExitCode: &exitCode, Message: verdict})
 	}
-	return a.store.UpdateRun(context.Background(), a.ID, state.RunUpdate{State: runState, EndedAt: time.Now(), ExitCode: exitCode, Message: verdict})
+	err := a.store.UpdateRun(context.Background(), a.ID, state.RunUpdate{State: runState, EndedAt: now, ExitCode: exitCode, Message: verdict})
+	if a.store != nil {
+		// The logs the failures show end where the nodes ended.
+		for _, n := range a.Graph.Nodes {
+			_ = a.store.FlushLog(a.ID, n.ID)
+		}
+	}
+	return a.outcome(sum, runState, exitCode, verdict), err
 }
 
 // Abandon records that teardown was abandoned (a third interrupt): what it

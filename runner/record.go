@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -15,6 +16,7 @@ import (
 // takes one event at a time, whoever sends it.
 type recorder struct {
 	run   string
+	g     *engine.Graph
 	store *state.Store
 	view  engine.Observer
 
@@ -28,7 +30,7 @@ type recorder struct {
 // newRecorder records every node of g as pending, except those in done
 // (resume), which keep what the state says.
 func newRecorder(ctx context.Context, run string, g *engine.Graph, store *state.Store, view engine.Observer, done map[string]string) (*recorder, error) {
-	r := &recorder{run: run, store: store, view: view, nodes: map[string]*state.Node{}}
+	r := &recorder{run: run, g: g, store: store, view: view, nodes: map[string]*state.Node{}}
 	for _, n := range g.Nodes {
 		if _, ok := done[n.ID]; ok {
 			if sn, err := store.Node(ctx, run, n.ID); err == nil {
@@ -44,6 +46,17 @@ func newRecorder(ctx context.Context, run string, g *engine.Graph, store *state.
 		if err := store.PutNode(ctx, *sn); err != nil {
 			return nil, err
 		}
+		if n.Cell != nil && n.Cell.Group == n.Step.ID {
+			// A cell's values, once per cell (on its matrix's own step).
+			vals := map[string]string{}
+			for _, v := range n.Cell.Values {
+				vals[v.Key] = v.Value
+			}
+			b, _ := json.Marshal(vals)
+			if err := store.SetNodeFact(ctx, run, n.ID, FactCellValues, string(b)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return r, nil
 }
@@ -51,8 +64,20 @@ func newRecorder(ctx context.Context, run string, g *engine.Graph, store *state.
 func (r *recorder) Event(e engine.Event) {
 	r.events.Lock()
 	defer r.events.Unlock()
-	ctx := context.Background()
 	r.view.Event(e)
+	r.write(e)
+}
+
+// record writes e to the state without showing it: the end of the run,
+// which the views show as the run's Outcome.
+func (r *recorder) record(e engine.Event) {
+	r.events.Lock()
+	defer r.events.Unlock()
+	r.write(e)
+}
+
+func (r *recorder) write(e engine.Event) {
+	ctx := context.Background()
 	if e.Type != engine.NodeLog {
 		data := map[string]string{}
 		if e.State != "" {
@@ -97,6 +122,13 @@ func (r *recorder) Event(e engine.Event) {
 			n.Instance = e.Instance
 		}
 		r.check(r.store.FlushLog(r.run, e.Node))
+		if e.State == engine.Failed || e.State == engine.TimedOut {
+			if job := Culprit(r.g, e.Node, e.Message); job != "" {
+				r.check(r.store.PutNode(ctx, *n))
+				r.check(r.store.SetNodeFact(ctx, r.run, e.Node, FactFailedJob, job))
+				return
+			}
+		}
 	default:
 		return
 	}

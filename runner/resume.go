@@ -19,9 +19,10 @@ type Resumed struct {
 	instances map[string]state.Resource // instance resources created or being created, by instance name
 }
 
-// LoadResumed reads run id (or "latest") from the state in dir. It refuses a
-// run whose apply is alive.
-func LoadResumed(ctx context.Context, dir, id string) (*Resumed, error) {
+// LoadResumed reads run id from the state in dir; id "latest" is the
+// latest unfinished run (not succeeded) of the plan file planPath. It
+// refuses a run whose apply is alive.
+func LoadResumed(ctx context.Context, dir, id, planPath string) (*Resumed, error) {
 	if _, err := os.Stat(filepath.Join(dir, "state.db")); errors.Is(err, os.ErrNotExist) {
 		return nil, refused(fmt.Errorf("no state in %s: nothing to resume", dir))
 	}
@@ -30,9 +31,14 @@ func LoadResumed(ctx context.Context, dir, id string) (*Resumed, error) {
 		return nil, err
 	}
 	defer store.Close()
-	r, err := FindRun(ctx, store, id)
+	var r state.Run
+	if id == "latest" {
+		r, err = latestUnfinished(ctx, store, planPath)
+	} else {
+		r, err = FindRun(ctx, store, id)
+	}
 	if err != nil {
-		return nil, refused(err)
+		return nil, err
 	}
 	if ApplyAlive(r) {
 		return nil, refused(fmt.Errorf("run %s is still running (apply pid %d); it can't be resumed twice (taoflow cancel %s stops it)", r.ID, r.PID, r.ID))
@@ -54,6 +60,21 @@ func LoadResumed(ctx context.Context, dir, id string) (*Resumed, error) {
 	return res, nil
 }
 
+// latestUnfinished returns the newest run of planPath that did not
+// succeed.
+func latestUnfinished(ctx context.Context, store *state.Store, planPath string) (state.Run, error) {
+	runs, err := store.Runs(ctx)
+	if err != nil {
+		return state.Run{}, err
+	}
+	for _, r := range runs {
+		if filepath.Clean(r.PlanFile) == filepath.Clean(planPath) && r.State != state.RunSucceeded {
+			return r, nil
+		}
+	}
+	return state.Run{}, refused(fmt.Errorf("no unfinished run of %s to resume (name one: --resume RUN; taoflow status lists them)", planPath))
+}
+
 // VarFlags returns the run's vars as --var flags, so the plan is loaded
 // as it was.
 func (r *Resumed) VarFlags() []string {
@@ -63,6 +84,28 @@ func (r *Resumed) VarFlags() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// CheckVars accepts --var values that equal those the run started with,
+// so that the command line that started it, with --resume appended, resumes
+// it. A var it differs on, or one the run does not have, is refused, naming
+// the var and both values.
+func (r *Resumed) CheckVars(flags map[string]string) error {
+	names := make([]string, 0, len(flags))
+	for k := range flags {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		was, ok := r.Run.Vars[k]
+		switch {
+		case !ok:
+			return refused(fmt.Errorf("--var %s: run %s has no var %s; a resumed run keeps the vars it started with", k, r.Run.ID, k))
+		case was != flags[k]:
+			return refused(fmt.Errorf("--var %s=%q differs from the value run %s started with (%s=%q); a resumed run keeps its vars: drop the --var, or start a new run", k, flags[k], r.Run.ID, k, was))
+		}
+	}
+	return nil
 }
 
 // done returns the nodes that succeeded, with the instance each ran on.

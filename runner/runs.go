@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -32,12 +34,14 @@ func NewRunID(name string) string {
 }
 
 // FindRun resolves a run id, a run's name (apply --name), a unique prefix
-// of an id, or "latest".
+// of an id, or "latest". A run the state does not know is a *RefusedError
+// naming it and listing the runs it does know; other errors are the
+// store's.
 func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, error) {
 	if id == "latest" {
 		r, err := store.LatestRun(ctx)
 		if errors.Is(err, state.ErrNotFound) {
-			return r, errors.New("there are no runs in the state yet")
+			return r, refused(errors.New("there are no runs in the state yet"))
 		}
 		return r, err
 	}
@@ -61,13 +65,30 @@ func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, err
 	case 1:
 		return match[0], nil
 	case 0:
-		return state.Run{}, fmt.Errorf("no run %q in the state (taoflow status lists them)", id)
+		return state.Run{}, UnknownRun(id, runs)
 	}
 	var ids []string
 	for _, r := range match {
 		ids = append(ids, r.ID)
 	}
-	return state.Run{}, fmt.Errorf("%q matches several runs: %s", id, strings.Join(ids, ", "))
+	return state.Run{}, refused(fmt.Errorf("%q matches several runs: %s", id, strings.Join(ids, ", ")))
+}
+
+// UnknownRun is the error for a run id that none of runs (newest first)
+// has: it names the id and lists the known runs, the newest ten.
+func UnknownRun(id string, runs []state.Run) error {
+	if len(runs) == 0 {
+		return refused(fmt.Errorf("no run %q: the state holds no runs", id))
+	}
+	var ids []string
+	for i, r := range runs {
+		if i == 10 {
+			ids = append(ids, fmt.Sprintf("… %d more (taoflow status lists them)", len(runs)-10))
+			break
+		}
+		ids = append(ids, r.ID)
+	}
+	return refused(fmt.Errorf("no run %q in the state; its runs: %s", id, strings.Join(ids, ", ")))
 }
 
 // ApplyAlive reports whether the apply that owns run still runs on this host.
@@ -80,4 +101,79 @@ func ApplyAlive(r state.Run) bool {
 		return false
 	}
 	return syscall.Kill(r.PID, 0) == nil
+}
+
+// ApplyGone reports whether the state says run is running while its apply
+// is not: it died (kill -9, a crash, a closed laptop) on this host. The run
+// then waits for `taoflow apply PLAN --resume RUN` or `taoflow destroy RUN`.
+// An apply on another host can't be checked from here: not gone.
+func ApplyGone(r state.Run) bool {
+	host, _ := os.Hostname()
+	if r.State != state.RunRunning || r.Host != host || r.PID <= 0 || r.PID == os.Getpid() {
+		return false
+	}
+	return syscall.Kill(r.PID, 0) != nil
+}
+
+// NextSteps are the commands that go on from a run whose apply is gone:
+// resume it, or tear down what it left.
+func NextSteps(r state.Run) []string {
+	return []string{"taoflow apply " + shellquote.Quote(r.PlanFile) + " --resume " + r.ID, "taoflow destroy " + r.ID}
+}
+
+// SelectNodes returns the nodes of a run that x names, for `taoflow logs
+// RUN X`: a node id; a step id (all its nodes); a cell id (all the nodes
+// of that cell); or a prefix of one node id. many says x named a group,
+// whose lines are then shown with their node. Anything else is a
+// *RefusedError with a did-you-mean.
+func SelectNodes(run string, nodes []state.Node, x string) (sel []state.Node, many bool, err error) {
+	for _, n := range nodes {
+		if n.ID == x {
+			return []state.Node{n}, false, nil
+		}
+	}
+	for _, field := range []func(state.Node) string{
+		func(n state.Node) string { return n.Step },
+		func(n state.Node) string { return n.Cell },
+	} {
+		for _, n := range nodes {
+			if field(n) == x {
+				sel = append(sel, n)
+			}
+		}
+		if len(sel) > 0 {
+			return sel, true, nil
+		}
+	}
+	var ids []string
+	for _, n := range nodes {
+		if strings.HasPrefix(n.ID, x) {
+			sel = append(sel, n)
+			ids = append(ids, n.ID)
+		}
+	}
+	switch {
+	case len(sel) == 1:
+		return sel, false, nil
+	case len(sel) > 1:
+		if len(ids) > 10 {
+			ids = append(ids[:10], fmt.Sprintf("… %d more", len(ids)-10))
+		}
+		return nil, false, refused(fmt.Errorf("%q matches several nodes of run %s: %s", x, run, strings.Join(ids, ", ")))
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, n := range nodes {
+		for _, name := range []string{n.ID, n.Step, n.Cell} {
+			if name != "" && !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	hint := ""
+	if best := plan.Closest(x, names); best != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return nil, false, refused(fmt.Errorf("run %s has no node, step or cell %q%s; taoflow status %s lists its nodes", run, x, hint, run))
 }

@@ -20,6 +20,10 @@ import (
 // not exist. Test for it with errors.Is.
 var ErrNotFound = errors.New("not found")
 
+// ErrNoState is what OpenReadOnly's error wraps when the directory holds
+// no state (yet): for status that is "no runs", not a failure.
+var ErrNoState = errors.New("no taoflow state")
+
 // ErrReadOnly is returned (wrapped) by every write on a Store opened with
 // OpenReadOnly.
 var ErrReadOnly = errors.New("state opened read-only")
@@ -140,7 +144,7 @@ func OpenReadOnly(dir string, opts ...Option) (*Store, error) {
 	}
 	path := filepath.Join(abs, dbName)
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
-		return nil, fmt.Errorf("no taoflow state in %s", dir)
+		return nil, fmt.Errorf("%w in %s", ErrNoState, dir)
 	}
 	s := newStore(abs, true, opts)
 	q := url.Values{}
@@ -160,7 +164,7 @@ func OpenReadOnly(dir string, opts ...Option) (*Store, error) {
 	switch {
 	case v == 0:
 		db.Close()
-		return nil, fmt.Errorf("no taoflow state in %s", dir)
+		return nil, fmt.Errorf("%w in %s", ErrNoState, dir)
 	case v > len(migrations):
 		db.Close()
 		return nil, fmt.Errorf("state: %s has schema version %d, newer than this taoflow knows (%d)", path, v, len(migrations))

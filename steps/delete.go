@@ -59,7 +59,11 @@ func (s *Steps) delete(ctx context.Context, req Request) error {
 	if req.Release == nil {
 		return &Error{Class: ClassDeleteFailed, Msg: fmt.Sprintf("no way to release %s", inst.Name)}
 	}
-	fmt.Fprintf(req.Log, "releasing %s (force: %t)\n", inst.Name, force)
+	if force {
+		fmt.Fprintf(req.Log, "releasing %s (force: even if a results upload on it failed)\n", inst.Name)
+	} else {
+		fmt.Fprintf(req.Log, "releasing %s\n", inst.Name)
+	}
 	if err := req.Release(ctx, force); err != nil {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)

@@ -113,6 +113,9 @@ func (s *Steps) ngcAuth(ctx context.Context, req Request) error {
 	case exitNoDockerCLI:
 		return s.fail(ClassNoDocker, nil, "docker is not installed on %s", inst.Name)
 	default:
+		if why := unreachableWhy(res.Stderr); why != "" {
+			return s.fail(ClassRegistryUnreachable, nil, "docker login %s on %s: cannot reach the registry (%s), so the key in %s was not checked: %s", registry, inst.Name, why, key, dockerError(res.Stderr))
+		}
 		return s.fail(ClassAuthFailed, nil, "docker login %s as %s on %s failed (check the key in %s): %s", registry, user, inst.Name, key, dockerError(res.Stderr))
 	}
 	fmt.Fprintf(req.Log, "logged in to %s\n", registry)
@@ -128,6 +131,8 @@ func (s *Steps) ngcAuth(ctx context.Context, req Request) error {
 		return s.fail(ClassNotReachable, err, "docker manifest inspect on %s: %v", inst.Name, err)
 	case res.ExitCode == exitNoDockerCLI:
 		return s.fail(ClassNoDocker, nil, "docker is not installed on %s", inst.Name)
+	case res.ExitCode != 0 && registryUnreachable(res.Stderr):
+		return s.fail(ClassRegistryUnreachable, nil, "logged in to %s, but checking %s could not reach the registry (%s): %s", registry, verify, unreachableWhy(res.Stderr), dockerError(res.Stderr))
 	case res.ExitCode != 0:
 		return s.fail(ClassNoEntitlement, nil, "logged in to %s, but %s is refused (the key's org is not entitled to it, or there is no such image): %s", registry, verify, dockerError(res.Stderr))
 	}
@@ -143,4 +148,42 @@ func (s *Steps) logOutput(req Request, stdout, stderr []byte) {
 			fmt.Fprintln(req.Log, t)
 		}
 	}
+}
+
+// unreachableSigns are what docker (the daemon's Go HTTP client) says when
+// a registry cannot be reached, by kind: name resolution, connection, TLS.
+// A refused key reads "unauthorized" or "401" instead.
+var unreachableSigns = []struct{ sign, why string }{
+	{"no such host", "DNS: no such host"},
+	{"server misbehaving", "DNS"},
+	{"lookup ", "DNS"},
+	{"connection refused", "connection refused"},
+	{"no route to host", "no route to host"},
+	{"network is unreachable", "network unreachable"},
+	{"i/o timeout", "connection timed out"},
+	{"Client.Timeout exceeded", "connection timed out"},
+	{"connection reset by peer", "connection reset"},
+	{"TLS handshake", "TLS"},
+	{"x509: ", "TLS certificate"},
+	{"tls: ", "TLS"},
+	{"server gave HTTP response to HTTPS client", "TLS: the registry speaks plain HTTP"},
+	{"dial tcp", "connection"},
+}
+
+// registryUnreachable reports whether docker's stderr says the registry
+// could not be reached, rather than that it refused the key or the image.
+func registryUnreachable(stderr []byte) bool { return unreachableWhy(stderr) != "" }
+
+// unreachableWhy names why the registry could not be reached, or "".
+func unreachableWhy(stderr []byte) string {
+	msg := string(stderr)
+	if strings.Contains(msg, "unauthorized") || strings.Contains(msg, "401") {
+		return ""
+	}
+	for _, s := range unreachableSigns {
+		if strings.Contains(msg, s.sign) {
+			return s.why
+		}
+	}
+	return ""
 }

@@ -80,7 +80,7 @@ func (s *Steps) waitReady(ctx context.Context, req Request, interval, readyTimeo
 		case string(bytes.TrimSuffix(res.Stdout, []byte("\n"))) != "ok":
 			why = fmt.Sprintf("the probe printed %q, want \"ok\"", clipText(string(res.Stdout), 80))
 		default:
-			fmt.Fprintf(req.Log, "%s answered after %s (%d probes)\n", inst.Name, time.Since(start).Round(time.Millisecond), attempt)
+			fmt.Fprintf(req.Log, "%s answered after %s (%s)\n", inst.Name, time.Since(start).Round(time.Millisecond), counted(attempt, "probe"))
 			return nil
 		}
 		why = s.redact.Redact(why)
@@ -92,7 +92,7 @@ func (s *Steps) waitReady(ctx context.Context, req Request, interval, readyTimeo
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			return s.fail(ClassNotReachable, err, "%s did not answer the probe within %s (%d probes; last: %s)", inst.Name, readyTimeout, attempt, last)
+			return s.fail(ClassNotReachable, err, "%s did not answer the probe within %s (%s; last: %s)", inst.Name, readyTimeout, counted(attempt, "probe"), last)
 		}
 	}
 }
@@ -125,7 +125,7 @@ const gpuScript = "command -v nvidia-smi > /dev/null 2>&1 || exit 127\nnvidia-sm
 // checkGPUs counts the GPUs nvidia-smi -L lists.
 func (s *Steps) checkGPUs(ctx context.Context, req Request, want int) error {
 	inst := req.Instance
-	fmt.Fprintf(req.Log, "checking for at least %d GPUs on %s (nvidia-smi -L)\n", want, inst.Name)
+	fmt.Fprintf(req.Log, "checking for at least %s on %s (nvidia-smi -L)\n", counted(want, "GPU"), inst.Name)
 	res, err := s.exec(ctx, inst, gpuScript, nil)
 	switch {
 	case ctx.Err() != nil:
@@ -133,15 +133,15 @@ func (s *Steps) checkGPUs(ctx context.Context, req Request, want int) error {
 	case err != nil:
 		return s.fail(ClassNotReachable, err, "checking GPUs on %s: %v", inst.Name, err)
 	case res.ExitCode == 127:
-		return s.fail(ClassTooFewGPUs, nil, "nvidia-smi is not installed on %s (no NVIDIA driver?); wanted %d GPUs", inst.Name, want)
+		return s.fail(ClassTooFewGPUs, nil, "nvidia-smi is not installed on %s (no NVIDIA driver?); wanted %s", inst.Name, counted(want, "GPU"))
 	case res.ExitCode != 0:
-		return s.fail(ClassTooFewGPUs, nil, "nvidia-smi -L failed on %s (exit code %d): %s; wanted %d GPUs", inst.Name, res.ExitCode, lastLine(append(res.Stderr, res.Stdout...)), want)
+		return s.fail(ClassTooFewGPUs, nil, "nvidia-smi -L failed on %s (exit code %d): %s; wanted %s", inst.Name, res.ExitCode, lastLine(append(res.Stderr, res.Stdout...)), counted(want, "GPU"))
 	}
 	n := countGPUs(res.Stdout)
 	if n < want {
-		return s.fail(ClassTooFewGPUs, nil, "%s has %d GPUs, wanted at least %d", inst.Name, n, want)
+		return s.fail(ClassTooFewGPUs, nil, "%s has %s, wanted at least %d", inst.Name, counted(n, "GPU"), want)
 	}
-	fmt.Fprintf(req.Log, "%s has %d GPUs\n", inst.Name, n)
+	fmt.Fprintf(req.Log, "%s has %s\n", inst.Name, counted(n, "GPU"))
 	return nil
 }
 
@@ -160,4 +160,12 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// counted is "1 probe", "3 probes".
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -36,15 +36,15 @@ func TestPreflight(t *testing.T) {
 		"one GPU":    {with: with("gpus", 1, "docker", false), tools: map[string]string{"nvidia-smi": "cat " + fixture}},
 		"two GPUs wanted": {
 			with: with("gpus", 2, "docker", false), tools: map[string]string{"nvidia-smi": "cat " + fixture},
-			wantClass: ClassTooFewGPUs, wantMsg: "a has 1 GPUs, wanted at least 2",
+			wantClass: ClassTooFewGPUs, wantMsg: "a has 1 GPU, wanted at least 2",
 		},
 		"no nvidia-smi": {
 			with: with("gpus", 1, "docker", false), onlyFakes: true,
-			wantClass: ClassTooFewGPUs, wantMsg: "nvidia-smi is not installed on a (no NVIDIA driver?); wanted 1 GPUs",
+			wantClass: ClassTooFewGPUs, wantMsg: "nvidia-smi is not installed on a (no NVIDIA driver?); wanted 1 GPU",
 		},
 		"nvidia-smi fails": {
 			with: with("gpus", 1), tools: map[string]string{"nvidia-smi": "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'; exit 9"},
-			wantClass: ClassTooFewGPUs, wantMsg: "nvidia-smi -L failed on a (exit code 9): NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.; wanted 1 GPUs",
+			wantClass: ClassTooFewGPUs, wantMsg: "nvidia-smi -L failed on a (exit code 9): NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.; wanted 1 GPU",
 		},
 		"docker works": {with: with("docker", true), tools: map[string]string{"docker": `[ "$1" = info ] && echo "Server Version: 27"`}},
 		"docker daemon down": {

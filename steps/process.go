@@ -134,6 +134,15 @@ func jobDir(id string) string {
 	return `"$HOME"/` + shellquote.Quote(jobsDir+"/"+id)
 }
 
+// workdirName names a job's working directory in messages: "" is the
+// home directory.
+func workdirName(dir string) string {
+	if dir == "" {
+		return "~ (the home directory)"
+	}
+	return dir
+}
+
 // submitScript is the script that launches spec (after the secret prelude).
 func (p *process) submitScript(spec jobSpec) string {
 	workdir := `"$HOME"`
@@ -155,7 +164,7 @@ fi
 	fmt.Fprintf(&b, "printf %%s %s > \"$d/run\" || exit %d\n", shellquote.Quote(p.s.cfg.RunID), exitJobDir)
 	fmt.Fprintf(&b, "printf '%%s\\n' %s > \"$d/cmd.sh\" || exit %d\n", shellquote.Quote(spec.Command), exitJobDir)
 	fmt.Fprintf(&b, "cd %s 2>/dev/null || { echo %s >&2; rm -rf \"$d\"; exit %d; }\n",
-		workdir, shellquote.Quote("working directory "+spec.Workdir+" does not exist on the instance"), exitWorkdir)
+		workdir, shellquote.Quote("working directory "+workdirName(spec.Workdir)+" does not exist on the instance"), exitWorkdir)
 	fmt.Fprintf(&b, "command -v setsid >/dev/null 2>&1 || { echo 'setsid is not installed on the instance (util-linux)' >&2; rm -rf \"$d\"; exit %d; }\n", exitSetsid)
 	fmt.Fprintf(&b, "setsid sh -c %s taoflow-job \"$d\" < /dev/null > /dev/null 2>&1 &\n", shellquote.Quote(supervisor))
 	fmt.Fprintf(&b, `i=0

@@ -167,3 +167,69 @@ func oneLine(s string) string {
 		return r
 	}, []byte(s)))
 }
+
+// Progress is what a progress line (progressLine, behind the "[JOB] " a
+// step with several jobs puts before it) says, with its figures as
+// numbers, for machine-readable output.
+type Progress struct {
+	Job      string   `json:"job,omitempty"`
+	Epoch    *float64 `json:"epoch,omitempty"`
+	MaxEpoch *float64 `json:"max_epoch,omitempty"`
+	// Metric is the figure shown ("loss", a kpi name) and Value its value;
+	// Loss repeats Value when Metric names a loss.
+	Metric string   `json:"metric,omitempty"`
+	Value  *float64 `json:"value,omitempty"`
+	Loss   *float64 `json:"loss,omitempty"`
+	ETA    string   `json:"eta,omitempty"`
+	// Message is the line when it holds no figures (status.json's message).
+	Message string `json:"message,omitempty"`
+}
+
+// ParseProgress reads a progress line back into its figures. A line that
+// is not in progressLine's form is all Message.
+func ParseProgress(line string) Progress {
+	var p Progress
+	rest := line
+	if strings.HasPrefix(rest, "[") {
+		if i := strings.Index(rest, "] "); i > 0 {
+			p.Job, rest = rest[1:i], rest[i+2:]
+		}
+	}
+	f := strings.Fields(rest)
+	i := 0
+	ok := true
+	if i < len(f) && f[i] == "epoch" && i+1 < len(f) {
+		ep, maxEp, hasMax := strings.Cut(f[i+1], "/")
+		p.Epoch = parseFloat(ep)
+		if hasMax {
+			p.MaxEpoch = parseFloat(maxEp)
+			ok = ok && p.MaxEpoch != nil
+		}
+		ok = ok && p.Epoch != nil
+		i += 2
+	}
+	if i+1 < len(f) && f[i] != "eta" {
+		p.Metric, p.Value = f[i], parseFloat(f[i+1])
+		ok = ok && p.Value != nil
+		if strings.Contains(strings.ToLower(p.Metric), "loss") {
+			p.Loss = p.Value
+		}
+		i += 2
+	}
+	if i < len(f) && f[i] == "eta" {
+		p.ETA = strings.Join(f[i+1:], " ")
+		i = len(f)
+	}
+	if !ok || i < len(f) || i == 0 {
+		return Progress{Job: p.Job, Message: rest}
+	}
+	return p
+}
+
+func parseFloat(s string) *float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}

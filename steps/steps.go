@@ -24,16 +24,19 @@ const (
 	ClassLaunchFailed  = "launch failed"
 	ClassAuthFailed    = "auth failed"
 	ClassNoEntitlement = "no entitlement"
-	ClassPullFailed    = "pull failed"
-	ClassJobFailed     = "job failed"
-	ClassCanceled      = "canceled"
-	ClassTimedOut      = "timed out"
-	ClassVanished      = "job vanished"
-	ClassUploadFailed  = "upload failed"
-	ClassMismatch      = "verification mismatch"
-	ClassDeleteFailed  = "delete failed"
-	ClassUnsupported   = "unsupported"
-	ClassInvalidConfig = "invalid settings"
+	// ClassRegistryUnreachable: the registry could not be reached (DNS,
+	// connect, TLS), so neither the key nor the entitlement was checked.
+	ClassRegistryUnreachable = "registry unreachable"
+	ClassPullFailed          = "pull failed"
+	ClassJobFailed           = "job failed"
+	ClassCanceled            = "canceled"
+	ClassTimedOut            = "timed out"
+	ClassVanished            = "job vanished"
+	ClassUploadFailed        = "upload failed"
+	ClassMismatch            = "verification mismatch"
+	ClassDeleteFailed        = "delete failed"
+	ClassUnsupported         = "unsupported"
+	ClassInvalidConfig       = "invalid settings"
 )
 
 // DefaultPollInterval is how often wait polls its jobs when neither

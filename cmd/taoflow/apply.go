@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
 )
@@ -50,14 +51,18 @@ what teardown is still doing. Three times: abandon teardown (exit 3) and
 print the 'taoflow destroy' command that finishes it.
 
 Output: --output auto shows a live table on a terminal and timestamped lines
-otherwise; plain forces the lines; json prints one event per line.
+otherwise; plain forces the lines; json (also --json, -o json) prints one
+event per line, the run's outcome and exit code last (docs/json.md).
 
 --resume [RUN] continues a run whose apply died (kill -9, power loss, a
 closed laptop) or ended: the plan file must be the same (its hash is
-checked) and the run keeps its vars. Nodes that succeeded are kept, jobs
+checked) and the run keeps its vars (--var flags are accepted when they
+equal them, so the command line that started the run works with --resume
+appended; a differing value is refused). Nodes that succeeded are kept, jobs
 that still run (or ended) are adopted rather than launched again, instances
 the run created and that still exist are used again, and the rest runs.
-Without RUN, the latest run. Give it as --resume=RUN or after the plan.
+Without RUN, the latest run of PLAN that did not succeed. Give RUN as
+--resume=RUN or --resume RUN.
 
 Exit status: 0 all succeeded; 1 a node failed (teardown done); 2 invalid plan
 or usage (nothing started); 3 teardown incomplete (something may still exist:
@@ -86,6 +91,10 @@ the names and the command that removes them are printed); 130 interrupted
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 2 {
+				// apply PLAN --resume RUN, or apply --resume RUN PLAN.
+				if !isFile(args[0]) && isFile(args[1]) {
+					args[0], args[1] = args[1], args[0]
+				}
 				f.resume = args[1]
 			}
 			return apply(cmd.Context(), sio, g, args[0], f)
@@ -93,9 +102,10 @@ the names and the command that removes them are printed); 130 interrupted
 	}
 	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
 	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "most nodes running at once (0: no limit beyond slots)")
-	cmd.Flags().StringVar(&f.output, "output", "auto", "output: `auto`, plain or json")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "auto", "output: `auto`, plain or json")
+	cmd.Flags().Bool("json", false, "print one JSON event per line (--output json)")
 	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
-	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest run) instead of starting a new one")
+	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest unfinished run of PLAN) instead of starting a new one")
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
 	cmd.Flags().StringVar(&f.name, "name", "", "a readable `NAME` for the run, unique in the state (status and logs accept it for the run id)")
 	cmd.Flags().StringArrayVar(&f.tags, "tag", nil, "tag the run: `KEY=VALUE` (repeatable; over the plan's tags:)")
@@ -105,6 +115,11 @@ the names and the command that removes them are printed); 130 interrupted
 	})
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"auto", "plain", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+func isFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func apply(parent context.Context, sio stdio, g *globals, path string, f *applyFlags) error {
@@ -128,10 +143,14 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		if f.name != "" || len(tags) > 0 || f.clean {
 			return usageError(fmt.Errorf("--name, --tag and --require-clean can't be given with --resume: a resumed run keeps the name, tags and provenance it started with"))
 		}
-		if len(f.vars) > 0 {
-			return usageError(fmt.Errorf("--var can't be given with --resume: a resumed run keeps the vars it started with"))
+		given, err := plan.ParseVarFlags(f.vars)
+		if err != nil {
+			return usageError(err)
 		}
-		if prior, err = runner.LoadResumed(parent, g.stateDir, f.resume); err != nil {
+		if prior, err = runner.LoadResumed(parent, g.stateDir, f.resume, path); err != nil {
+			return err
+		}
+		if err := prior.CheckVars(given); err != nil {
 			return err
 		}
 		f.vars = prior.VarFlags()
@@ -162,14 +181,9 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return err
 	}
 	defer a.Close()
-	view, closeView := newView(f.output, out, sio.out, a.Graph)
-	if f.output != "json" {
-		if prior != nil {
-			fmt.Fprintf(errOut, "taoflow: resuming run %s (%d of %d nodes succeeded before; %d instances); state in %s\n", a.ID, len(a.Done), len(a.Graph.Nodes), len(p.Instances), g.stateDir)
-		} else {
-			fmt.Fprintf(errOut, "taoflow: run %s (%d nodes on %d instances); state in %s\n", a.ID, len(a.Graph.Nodes), len(p.Instances), g.stateDir)
-		}
-	}
+	view := newView(f.output, out, errOut, sio.out, a.ID, a.Graph)
+	view.Start(applyStart{RunID: a.ID, Plan: path, Resumed: prior != nil, DoneBefore: len(a.Done), Nodes: len(a.Graph.Nodes),
+		Instances: len(p.Instances), StateDir: g.stateDir})
 
 	runCtx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
@@ -178,76 +192,53 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 
 	sum, err := a.Run(runCtx, view)
 	if err != nil {
-		closeView()
+		view.Close()
 		return err
 	}
 	runState, verdict := runner.Verdict(sum)
 	code := exitCodes[runState]
-	err = a.Finish(runState, code, verdict)
-	closeView()
+	outcome, err := a.Finish(sum, runState, code, verdict)
+	view.Close()
 	if err != nil {
 		fmt.Fprintf(errOut, "taoflow: could not record the end of the run: %v\n", err)
 	}
+	view.Outcome(outcome)
 	if f.output != "json" {
-		for _, k := range a.Kept() {
-			fmt.Fprintf(errOut, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, a.ID)
-		}
-		printOutcome(errOut, a.ID, a.Graph, sum, verdict)
 		printResults(parent, out, a)
 	}
-	reportNotify(errOut, a.Notify(parent, runState, code, verdict, sum.Left))
-	if n := a.StateErrors(); n > 0 {
-		fmt.Fprintf(errOut, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", n, a.ID)
-	}
+	reportNotify(errOut, a.Notify(parent, runState, code, verdict, outcome.Left))
 	if code == exitOK {
 		return nil
 	}
 	return silent(code)
 }
 
-func printOutcome(w io.Writer, runID string, g *engine.Graph, s engine.Summary, verdict string) {
-	for _, n := range g.Nodes {
-		st := s.States[n.ID]
-		if st == engine.Failed || st == engine.TimedOut {
-			fmt.Fprintf(w, "taoflow: %s %s: %s\n", n.ID, st, s.Messages[n.ID])
-		}
-	}
-	for _, name := range s.Stopped {
-		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them\n", name)
-	}
-	if len(s.Left) > 0 {
-		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(s.Left, ", "))
-		fmt.Fprintf(w, "taoflow: remove them with: taoflow destroy %s --yes\n", runID)
-	}
-	fmt.Fprintf(w, "taoflow: run %s %s\n", runID, verdict)
-}
-
-// newView picks the view: w is the (redacting) writer to print to, raw the
-// underlying stdout, checked for a terminal.
-func newView(output string, w, raw io.Writer, g *engine.Graph) (engine.Observer, func()) {
+// newView picks apply's view: out and errOut are the (redacting) writers
+// to print to, raw the underlying stdout, checked for a terminal.
+func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, g *engine.Graph) applyView {
 	switch output {
 	case "json":
-		return newJSONView(w), func() {}
+		return newJSONView(out, runID)
 	case "auto":
 		if f, ok := raw.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
-			lv := newLiveView(w, g, func() (int, int) {
+			return &humanView{Observer: newLiveView(out, g, func() (int, int) {
 				c, r, err := term.GetSize(int(f.Fd()))
 				if err != nil {
 					return 80, 24
 				}
 				return c, r
-			})
-			return lv, lv.Close
+			}), errOut: errOut}
 		}
 	}
-	return &plainView{w: w}, func() {}
+	return &humanView{Observer: &plainView{w: out}, errOut: errOut}
 }
 
 // handleSignals implements the three-stage Ctrl-C: cancel and tear down;
 // say what teardown is doing; abandon it with exit 3.
 func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc) func() {
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (a closed terminal or ssh session) tears down like SIGTERM.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	var once sync.Once
 	done := make(chan struct{})
 	go func() {
@@ -259,8 +250,11 @@ func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc)
 			case sig := <-sigs:
 				n++
 				name := "SIGTERM"
-				if sig == os.Interrupt {
+				switch sig {
+				case os.Interrupt:
 					name = "SIGINT (Ctrl-C)"
+				case syscall.SIGHUP:
+					name = "SIGHUP (terminal closed)"
 				}
 				switch n {
 				case 1:

@@ -42,22 +42,32 @@ removed (it is named).`,
 		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			var one state.Run
+			if !all {
+				// An unknown run is found without creating a state.
+				var err error
+				if one, err = findRun(ctx, g.stateDir, args[0]); err != nil {
+					return err
+				}
+			} else if store, err := openState(g.stateDir); err != nil || store == nil {
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(sio.out, "nothing to destroy: there is no state in "+g.stateDir)
+				return nil
+			} else {
+				store.Close()
+			}
 			store, err := state.Open(g.stateDir)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			var runs []state.Run
+			runs := []state.Run{one}
 			if all {
 				if runs, err = store.Runs(ctx); err != nil {
 					return err
 				}
-			} else {
-				r, err := runner.FindRun(ctx, store, args[0])
-				if err != nil {
-					return usageError(err)
-				}
-				runs = []state.Run{r}
 			}
 			return destroyRuns(ctx, sio, g, store, runs, yes)
 		},
@@ -127,19 +137,19 @@ func newCancelCmd(sio stdio, g *globals) *cobra.Command {
 same interrupt as a Ctrl-C (cancel running nodes, run finalizers, tear
 down), and cancel waits for it to finish. If the process is gone, cancel
 tears down what the state records, like 'taoflow destroy RUN --yes'.`,
-		Args:              cobra.ExactArgs(1),
+		Args:              argsRange(1, 1),
 		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			r, err := findRun(ctx, g.stateDir, args[0])
+			if err != nil {
+				return err
+			}
 			store, err := state.Open(g.stateDir)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			r, err := runner.FindRun(ctx, store, args[0])
-			if err != nil {
-				return usageError(err)
-			}
 			if !runner.ApplyAlive(r) {
 				return destroyRuns(ctx, sio, g, store, []state.Run{r}, true)
 			}

@@ -60,6 +60,7 @@ func TestDockerScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile": cmdWaitFile,
+			"exitcode": cmdExitCode,
 			"noargv":   cmdNoArgv,
 			"waitlog":  cmdWaitLog,
 			"sleep":    cmdSleep,

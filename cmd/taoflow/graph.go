@@ -24,7 +24,7 @@ its instance). Finalizers run after every step on their instance has ended.
 
   taoflow graph plan.yaml > graph.mmd                  (Mermaid, the default)
   taoflow graph plan.yaml --format dot | dot -Tsvg > graph.svg`,
-		Args:              cobra.ExactArgs(1),
+		Args:              argsRange(1, 1),
 		ValidArgsFunction: planFileCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "mermaid" && format != "dot" {

@@ -3,10 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,54 +17,98 @@ import (
 )
 
 func newLogsCmd(sio stdio, g *globals) *cobra.Command {
-	var follow bool
+	var follow, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "logs RUN [NODE]",
 		Short: "Print the captured output of a run's nodes",
 		Long: `Logs prints what a node printed (for jobs, the job's own output, streamed
-while it ran). Without NODE it prints every node's log, each line prefixed
-with the node. -f follows the log until the node (or the whole run) ends.
-RUN is an id, a unique prefix of one, or "latest".`,
+while it ran: a wait node's log holds the output of the jobs it waits for).
+
+NODE is a node id ('wait[lr=0.01]'), a step id (all its nodes), a cell id
+(all the nodes of that cell, e.g. lr-0.01), or a prefix of one node id.
+Without NODE it prints every node's log. Where several nodes are shown,
+each line is prefixed with its node. -f follows the log until the nodes
+(or the whole run) end. RUN is an id, a unique prefix of one, or "latest".
+
+--json prints one JSON object per line: {"node", "step", "cell", "text"}
+(docs/json.md).`,
 		Example: `  taoflow logs latest
-  taoflow logs latest 'train[lr=0.01,batch=16]' -f`,
-		Args:              cobra.RangeArgs(1, 2),
+  taoflow logs latest train
+  taoflow logs latest 'wait[lr=0.01,batch=16]' -f
+  taoflow logs latest lr-0.01_batch-16 --json`,
+		Args:              argsRange(1, 2),
 		ValidArgsFunction: runCompletion(g, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			run, err := findRun(ctx, g.stateDir, args[0])
+			if err != nil {
+				return err
+			}
 			store, err := state.OpenReadOnly(g.stateDir)
 			if err != nil {
-				return usageError(err)
+				return err
 			}
 			defer store.Close()
-			run, err := runner.FindRun(ctx, store, args[0])
+			all, err := store.Nodes(ctx, run.ID)
 			if err != nil {
-				return usageError(err)
+				return err
 			}
-			nodes := []string{}
+			nodes, many := all, true
 			if len(args) == 2 {
-				if _, err := store.Node(ctx, run.ID, args[1]); err != nil {
-					return usageError(fmt.Errorf("run %s has no node %q (taoflow status %s lists them)", run.ID, args[1], run.ID))
-				}
-				nodes = append(nodes, args[1])
-			} else {
-				all, err := store.Nodes(ctx, run.ID)
-				if err != nil {
+				if nodes, many, err = runner.SelectNodes(run.ID, all, args[1]); err != nil {
 					return err
 				}
-				for _, n := range all {
-					nodes = append(nodes, n.ID)
-				}
 			}
-			return printLogs(ctx, sio.out, store, run.ID, nodes, len(args) == 1, follow)
+			lp := &logPrinter{w: sio.out, many: many, nodes: map[string]state.Node{}}
+			if asJSON {
+				lp.enc = json.NewEncoder(sio.out)
+			}
+			var ids []string
+			for _, n := range nodes {
+				ids = append(ids, n.ID)
+				lp.nodes[n.ID] = n
+			}
+			return lp.print(ctx, store, run.ID, ids, follow)
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the node or run ends")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line")
 	return cmd
 }
 
-// printLogs prints the nodes' logs; with follow it polls for more until
-// every node has ended.
-func printLogs(ctx context.Context, w io.Writer, store *state.Store, run string, nodes []string, prefix, follow bool) error {
+// logLine is one line of a node's log as logs --json prints it. The logs
+// keep no time or stream per line: a job's stdout and stderr arrive merged.
+type logLine struct {
+	Node string `json:"node"`
+	Step string `json:"step"`
+	Cell string `json:"cell,omitempty"`
+	Text string `json:"text"`
+}
+
+// logPrinter prints log lines: plain (prefixed with the node when many
+// nodes are shown) or as JSON.
+type logPrinter struct {
+	w     io.Writer
+	enc   *json.Encoder
+	many  bool
+	nodes map[string]state.Node
+}
+
+func (p *logPrinter) line(node, text string) error {
+	if p.enc != nil {
+		n := p.nodes[node]
+		return p.enc.Encode(logLine{Node: node, Step: n.Step, Cell: n.Cell, Text: strings.TrimRight(text, "\r\n")})
+	}
+	if p.many {
+		text = node + " | " + text
+	}
+	_, err := io.WriteString(p.w, text)
+	return err
+}
+
+// print prints the nodes' logs; with follow it polls for more until every
+// node has ended.
+func (p *logPrinter) print(ctx context.Context, store *state.Store, run string, nodes []string, follow bool) error {
 	offsets := map[string]int64{}
 	partial := map[string]string{}
 	for {
@@ -73,7 +118,7 @@ func printLogs(ctx context.Context, w io.Writer, store *state.Store, run string,
 			if err == nil && (n.State == state.NodePending || n.State == state.NodeRunning) {
 				ended = false
 			}
-			if err := copyNew(w, store, run, id, offsets, partial, prefix); err != nil {
+			if err := p.copyNew(store, run, id, offsets, partial); err != nil {
 				return err
 			}
 		}
@@ -83,7 +128,7 @@ func printLogs(ctx context.Context, w io.Writer, store *state.Store, run string,
 			}
 			// One last read: the node may have logged between the two checks.
 			for _, id := range nodes {
-				if err := copyNew(w, store, run, id, offsets, partial, prefix); err != nil {
+				if err := p.copyNew(store, run, id, offsets, partial); err != nil {
 					return err
 				}
 			}
@@ -97,7 +142,7 @@ func printLogs(ctx context.Context, w io.Writer, store *state.Store, run string,
 	}
 }
 
-func copyNew(w io.Writer, store *state.Store, run, node string, offsets map[string]int64, partial map[string]string, prefix bool) error {
+func (p *logPrinter) copyNew(store *state.Store, run, node string, offsets map[string]int64, partial map[string]string) error {
 	rc, err := store.OpenLog(run, node)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, state.ErrNotFound) {
 		return nil
@@ -123,10 +168,7 @@ func copyNew(w io.Writer, store *state.Store, run, node string, offsets map[stri
 		}
 		line = partial[node] + line
 		partial[node] = ""
-		if prefix {
-			line = node + " | " + line
-		}
-		if _, err := io.WriteString(w, line); err != nil {
+		if err := p.line(node, line); err != nil {
 			return err
 		}
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,8 +49,34 @@ func TestScripts(t *testing.T) {
 			"sleep":    cmdSleep,
 			"waitnode": cmdWaitNode,
 			"waitlog":  cmdWaitLog,
+			"exitcode": cmdExitCode,
+			"sigrun":   cmdSigRun,
 		},
 	})
+}
+
+// exitcode N PROGRAM [ARGS...]: run PROGRAM as exec does (its stdout and
+// stderr are then checked by stdout/stderr) and want exit status N. It pins
+// the code of the exit-code table where `! exec` takes any failure.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %q is not a number", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
 }
 
 // waitfile PATH [SECONDS]: wait until PATH exists (default 30s).
@@ -205,4 +234,28 @@ func processesWith(text string) []string {
 		out = append(out, fmt.Sprintf("%d: %s", p.PID, p.Cmdline()))
 	}
 	return out
+}
+
+// sigrun SIGNAL: send SIGNAL (HUP, TERM, INT) to the apply process of the
+// latest run in .taoflow, as a closed terminal or a service manager would;
+// testscript's kill knows only INT and KILL.
+func cmdSigRun(ts *testscript.TestScript, neg bool, args []string) {
+	sigs := map[string]syscall.Signal{"HUP": syscall.SIGHUP, "TERM": syscall.SIGTERM, "INT": syscall.SIGINT}
+	sig, ok := sigs[strings.TrimPrefix(firstArg(args), "SIG")]
+	if neg || len(args) != 1 || !ok {
+		ts.Fatalf("usage: sigrun HUP|TERM|INT")
+	}
+	st, err := state.OpenReadOnly(ts.MkAbs(".taoflow"))
+	ts.Check(err)
+	defer st.Close()
+	r, err := st.LatestRun(context.Background())
+	ts.Check(err)
+	ts.Check(syscall.Kill(r.PID, sig))
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }

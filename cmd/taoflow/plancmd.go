@@ -39,7 +39,7 @@ errors.`,
 		Example: `  taoflow plan examples/plans/quickstart.yaml
   taoflow plan sweep.yaml --var image=nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt
   taoflow plan --json sweep.yaml | jq '.nodes[].id'`,
-		Args:              cobra.ExactArgs(1),
+		Args:              argsRange(1, 1),
 		ValidArgsFunction: planFileCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, g, err := loadPlan(sio, args[0], vars)

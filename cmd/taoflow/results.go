@@ -49,14 +49,17 @@ CSV for a notebook.`,
 				return usageError(fmt.Errorf("--json and --csv can't both be given"))
 			}
 			ctx := cmd.Context()
-			store, err := state.OpenReadOnly(g.stateDir)
+			store, err := openState(g.stateDir)
 			if err != nil {
-				return usageError(err)
+				return err
+			}
+			if store == nil {
+				return runner.UnknownRun(args[0], nil)
 			}
 			defer store.Close()
 			run, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
-				return usageError(err)
+				return err
 			}
 			t, err := runner.Results(ctx, store, run.ID)
 			if err != nil {

@@ -16,18 +16,36 @@ type globals struct {
 	stateDir string
 }
 
+// run runs the command line args. An error from before a command's RunE
+// started (an unknown command or flag, wrong arguments) is the user's:
+// exit 2. Errors from RunE keep their type; exitCode maps them.
 func run(ctx context.Context, args []string, io stdio) error {
 	root := newRoot(io)
+	started := false
+	markStarted(root, &started)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if err != nil {
+	if err != nil && !started {
 		var ee *exitError
 		if !errors.As(err, &ee) {
-			// cobra's own errors: unknown command or flag, wrong arguments.
 			return usageError(err)
 		}
 	}
 	return err
+}
+
+// markStarted wraps the RunE of cmd and its subcommands so that *started
+// says whether one began.
+func markStarted(cmd *cobra.Command, started *bool) {
+	if runE := cmd.RunE; runE != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			*started = true
+			return runE(c, args)
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markStarted(sub, started)
+	}
 }
 
 func newRoot(io stdio) *cobra.Command {
@@ -46,9 +64,14 @@ Start with:
   taoflow plan plan.yaml         see the nodes it expands to
   taoflow apply plan.yaml        run it
 
-Exit codes: 0 success; 1 a node failed (teardown done); 2 usage error or
-invalid plan (nothing started); 3 teardown incomplete (something may still
-exist and bill — the names are printed); 130 interrupted (teardown done).`,
+Exit codes: 0 success; 1 a node failed (teardown done), or the command
+could not do its work (e.g. the state could not be read); 2 usage error,
+unknown run or invalid plan (nothing started); 3 teardown incomplete
+(something may still exist and bill — the names are printed); 130
+interrupted (teardown done).
+
+Commands that print data take --json (-o json is the same); apply takes
+--output json (or --json, -o json). Their schemas: docs/json.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		CompletionOptions: cobra.CompletionOptions{
@@ -79,6 +102,9 @@ exist and bill — the names are printed); 130 interrupted (teardown done).`,
 		newGraphCmd(io),
 		newVersionCmd(io),
 	)
+	addOutputFlags(root)
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 

@@ -42,6 +42,7 @@ func TestSSHScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile": cmdWaitFile,
+			"exitcode": cmdExitCode,
 			"noargv":   cmdNoArgv,
 			"procs":    cmdProcs,
 			"waitnode": cmdWaitNode,

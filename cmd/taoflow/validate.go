@@ -28,7 +28,7 @@ count), 2 otherwise. --json prints one object per plan for editors and CI.`,
 		Example: `  taoflow validate plan.yaml
   taoflow validate examples/plans/*.yaml
   taoflow validate --json plan.yaml | jq '.[].diagnostics'`,
-		Args:              cobra.MinimumNArgs(1),
+		Args:              argsRange(1, -1),
 		ValidArgsFunction: planFileCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			failed := false

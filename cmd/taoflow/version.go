@@ -11,22 +11,53 @@ import (
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
+// versionInfo is what `taoflow version --json` prints.
+type versionInfo struct {
+	Version    string `json:"version"`
+	Revision   string `json:"revision,omitempty"` // the VCS commit it was built from
+	PlanFormat int    `json:"plan_format"`
+	Go         string `json:"go"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+}
+
+func currentVersion() versionInfo {
+	v := versionInfo{Version: version, PlanFormat: 1, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v.Revision = s.Value[:12]
+			}
+		}
+	}
+	return v
+}
+
+// versionLine is the version as one line, for `taoflow version` and
+// `taoflow --version`.
+func versionLine() string {
+	v := currentVersion()
+	rev := ""
+	if v.Revision != "" {
+		rev = " " + v.Revision
+	}
+	return fmt.Sprintf("taoflow %s%s (plan format %d, %s %s/%s)", v.Version, rev, v.PlanFormat, v.Go, v.OS, v.Arch)
+}
+
 func newVersionCmd(sio stdio) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the taoflow version",
-		Args:  cobra.NoArgs,
+		Args:  argsRange(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rev := ""
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-						rev = " " + s.Value[:12]
-					}
-				}
+			if asJSON {
+				return writeJSON(sio.out, currentVersion())
 			}
-			fmt.Fprintf(sio.out, "taoflow %s%s (plan format 1, %s %s/%s)\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintln(sio.out, versionLine())
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }

@@ -10,20 +10,144 @@ import (
 	"time"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/steps"
 )
 
-// jsonView prints one event per line.
+// applyView shows an apply: how it starts, every event, and how it ended.
+// It owns all of apply's output after the plan is loaded. Close ends a
+// live display; Outcome comes after it.
+type applyView interface {
+	engine.Observer
+	Start(applyStart)
+	Close()
+	Outcome(runner.Outcome)
+}
+
+// applyStart is what an apply says before its first event.
+type applyStart struct {
+	RunID      string `json:"run_id"`
+	Plan       string `json:"plan"`
+	Resumed    bool   `json:"resumed"`
+	DoneBefore int    `json:"done_before,omitempty"` // nodes an earlier attempt of a resumed run finished
+	Nodes      int    `json:"nodes"`
+	Instances  int    `json:"instances"`
+	StateDir   string `json:"state_dir"`
+}
+
+// humanView is the plain or live view of the events, with the start and
+// the outcome as "taoflow: " lines on stderr.
+type humanView struct {
+	engine.Observer
+	errOut io.Writer
+}
+
+func (v *humanView) Start(s applyStart) {
+	if s.Resumed {
+		fmt.Fprintf(v.errOut, "taoflow: resuming run %s (%d of %d nodes succeeded before; %s); state in %s\n", s.RunID, s.DoneBefore, s.Nodes, count(s.Instances, "instance"), s.StateDir)
+		return
+	}
+	fmt.Fprintf(v.errOut, "taoflow: run %s (%s on %s); state in %s\n", s.RunID, count(s.Nodes, "node"), count(s.Instances, "instance"), s.StateDir)
+}
+
+func (v *humanView) Close() {
+	if c, ok := v.Observer.(interface{ Close() }); ok {
+		c.Close()
+	}
+}
+
+// Outcome says what failed and why (the last lines of its log and the
+// command that shows the rest), what may remain, and the verdict.
+func (v *humanView) Outcome(o runner.Outcome) {
+	w := v.errOut
+	for _, k := range o.Kept {
+		fmt.Fprintf(w, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, o.RunID)
+	}
+	for _, f := range o.Failures {
+		if f.Job != "" {
+			// The job's run step first: users think "train failed".
+			fmt.Fprintf(w, "taoflow: %s\n", f.Title())
+			fmt.Fprintf(w, "taoflow:   %s %s: %s\n", f.Node, f.State, f.Message)
+		} else {
+			fmt.Fprintf(w, "taoflow: %s: %s\n", f.Title(), f.Message)
+		}
+		if len(f.LogTail) > 0 {
+			fmt.Fprintf(w, "taoflow:   the last %s of its log:\n", count(len(f.LogTail), "line"))
+			for _, l := range f.LogTail {
+				fmt.Fprintf(w, "    | %s\n", l)
+			}
+		}
+		fmt.Fprintf(w, "taoflow:   all of it: %s\n", f.LogsCommand)
+	}
+	for _, name := range o.Stopped {
+		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them\n", name)
+	}
+	if len(o.Left) > 0 {
+		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(o.Left, ", "))
+		fmt.Fprintf(w, "taoflow: remove them with: %s\n", o.RemoveCommand)
+	}
+	fmt.Fprintf(w, "taoflow: run %s %s\n", o.RunID, o.Message)
+	if o.StateErrors > 0 {
+		fmt.Fprintf(w, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", o.StateErrors, o.RunID)
+	}
+}
+
+// count is "1 node", "3 nodes".
+func count(n int, what string) string {
+	return fmt.Sprintf("%d %s%s", n, what, plural(n))
+}
+
+// jsonView prints one JSON object per line: the apply's start, every
+// event with the run id and, for progress, its figures as numbers, and the
+// outcome with the exit code last (docs/json.md).
 type jsonView struct {
 	mu  sync.Mutex
 	enc *json.Encoder
+	run string
 }
 
-func newJSONView(w io.Writer) *jsonView { return &jsonView{enc: json.NewEncoder(w)} }
+func newJSONView(w io.Writer, run string) *jsonView {
+	return &jsonView{enc: json.NewEncoder(w), run: run}
+}
+
+// jsonEvent is an engine event as the json view prints it.
+type jsonEvent struct {
+	engine.Event
+	RunID    string          `json:"run_id"`
+	Progress *steps.Progress `json:"progress,omitempty"`
+}
 
 func (v *jsonView) Event(e engine.Event) {
+	je := jsonEvent{Event: e, RunID: v.run}
+	if e.Type == engine.NodeProgress {
+		p := steps.ParseProgress(e.Message)
+		je.Progress = &p
+	}
+	v.encode(je)
+}
+
+func (v *jsonView) Start(s applyStart) {
+	v.encode(struct {
+		Time time.Time `json:"time"`
+		Type string    `json:"type"`
+		applyStart
+	}{time.Now(), "apply-started", s})
+}
+
+func (v *jsonView) Close() {}
+
+func (v *jsonView) Outcome(o runner.Outcome) {
+	v.encode(struct {
+		Time time.Time `json:"time"`
+		Type string    `json:"type"`
+		runner.Outcome
+	}{time.Now(), string(engine.RunEnded), o})
+}
+
+func (v *jsonView) encode(x any) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	_ = v.enc.Encode(e)
+	_ = v.enc.Encode(x)
 }
 
 // plainView prints timestamped lines, for logs and CI.
