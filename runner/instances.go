@@ -294,9 +294,7 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 	}
 	err := e.steps.Do(ctx, req)
 	if err == nil && n.Step.Uses == plan.KindUploadS3 && req.Record != nil {
-		if to := req.With.Get("to"); to != nil {
-			req.Record(factUploadedTo, to.Text)
-		}
+		recordUpload(req)
 	}
 	return err
 }

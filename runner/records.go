@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/taoflow/taoflow/internal/provenance"
@@ -150,5 +152,33 @@ func (e *executor) recordRunFacts(ctx context.Context, req steps.Request) {
 	if job, ok := steps.TAOJobOf(req.With); ok {
 		set(factNetworkArch, job.NetworkArch)
 		set(factAction, job.Action)
+	}
+}
+
+// Facts of an upload node for `taoflow results --download`.
+const (
+	factUploadURL   = "upload_url"   // the destination, a file:// one made absolute
+	factEndpointURL = "endpoint_url" // with.endpoint_url of an s3:// one
+	factRegion      = "region"       // with.region
+)
+
+// recordUpload records where an upload put its results.
+func recordUpload(req steps.Request) {
+	to := req.With.Get("to")
+	if to == nil || to.Text == "" {
+		return
+	}
+	req.Record(factUploadedTo, to.Text)
+	u := to.Text
+	if p, ok := strings.CutPrefix(u, "file://"); ok && !filepath.IsAbs(p) {
+		if cwd, err := os.Getwd(); err == nil {
+			u = "file://" + filepath.Join(cwd, p)
+		}
+	}
+	req.Record(factUploadURL, u)
+	for _, k := range []string{factEndpointURL, factRegion} {
+		if v := req.With.Get(k); v != nil && v.Text != "" {
+			req.Record(k, v.Text)
+		}
 	}
 }

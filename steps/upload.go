@@ -50,6 +50,10 @@ type Manifest struct {
 	RunName    string            `json:"run_name,omitempty"`
 	Tags       map[string]string `json:"tags,omitempty"`
 	Provenance *provenance.Info  `json:"provenance,omitempty"`
+	// SHA256 is every uploaded file's sha256 by path relative to To
+	// (absent where the instance has no sha256sum); `taoflow results
+	// --download` checks a download against it.
+	SHA256 map[string]string `json:"sha256,omitempty"`
 }
 
 // ManifestCell is the matrix cell of a Manifest.
@@ -126,6 +130,7 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	}
 
 	m := s.manifest(req, from, to, src[0], src[1])
+	m.SHA256 = s.checksums(ctx, req, from, nil)
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return s.fail(ClassUploadFailed, err, "manifest: %v", err)

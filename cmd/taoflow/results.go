@@ -18,9 +18,10 @@ import (
 // resultFlags are the results table's options, on status RUN, results and
 // apply.
 type resultFlags struct {
-	sort  string
-	csv   bool
-	cells []string // results: only these cells
+	sort     string
+	csv      bool
+	cells    []string // results: only these cells
+	download string   // results: bring the uploads back into this directory
 }
 
 func newResultsCmd(sio stdio, g *globals) *cobra.Command {
@@ -39,9 +40,19 @@ Give CELL ids to show only those cells.
 
 --sort METRIC puts the best first (the lowest for a loss or an error, the
 highest otherwise). --json prints last and best values; --csv the same as
-CSV for a notebook.`,
+CSV for a notebook.
+
+--download DIR brings the uploaded results back (of the CELLs given, or of
+every cell) from where their manifests say they went: s3:// through the
+AWS CLI here (with the upload's endpoint_url and region, and the AWS_*
+credentials of this environment), file:// by copying. Each copy lands in
+DIR/CELL/STEP (DIR/@INSTANCE/STEP without a matrix) and is checked against
+its taoflow-run.json: every file's sha256, or the file count and bytes
+where the manifest has no checksums. A copy that does not match is an
+error (exit 1), naming the files.`,
 		Example: `  taoflow results latest --sort loss
-  taoflow results sweep-1203 --csv > results.csv`,
+  taoflow results sweep-1203 --csv > results.csv
+  taoflow results latest lr-0.01 --download ./back`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,6 +80,9 @@ CSV for a notebook.`,
 			if err := pickCells(&t, f.cells); err != nil {
 				return usageError(err)
 			}
+			if f.download != "" {
+				return download(ctx, sio, store, run.ID, f.cells, f.download)
+			}
 			if f.sort != "" {
 				if err := t.Sort(f.sort); err != nil {
 					return usageError(err)
@@ -90,6 +104,7 @@ CSV for a notebook.`,
 	cmd.Flags().StringVar(&f.sort, "sort", "", "sort by `METRIC`, best first")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&f.csv, "csv", false, "print CSV")
+	cmd.Flags().StringVar(&f.download, "download", "", "bring the uploaded results back into `DIR`, verified against their manifests")
 	return cmd
 }
 
@@ -248,4 +263,35 @@ func printResults(ctx context.Context, w io.Writer, a *runner.Apply) {
 	}
 	fmt.Fprintln(w)
 	_ = writeResults(w, t)
+}
+
+// download brings a run's uploaded results back and says how each went.
+func download(ctx context.Context, sio stdio, store *state.Store, run string, cells []string, dir string) error {
+	ds, err := runner.DownloadResults(ctx, store, run, cells, dir)
+	if err != nil && len(ds) == 0 {
+		return usageError(err)
+	}
+	if len(ds) == 0 {
+		return fmt.Errorf("run %s uploaded no results", run)
+	}
+	failed := 0
+	for _, d := range ds {
+		if d.Err != nil {
+			failed++
+			fmt.Fprintf(sio.err, "taoflow: %s from %s: %v\n", d.Node, d.From, d.Err)
+			continue
+		}
+		how := "sha256 of every file checked"
+		if d.Checked == "size" {
+			how = "file count and bytes checked (the manifest has no checksums)"
+		}
+		fmt.Fprintf(sio.out, "%s: %d files (%d bytes) from %s in %s; %s\n", d.Node, d.Files, d.Bytes, d.From, d.To, how)
+	}
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d downloads did not match their manifests", failed, len(ds))
+	}
+	return nil
 }
