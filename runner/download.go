@@ -115,7 +115,7 @@ func fetch(ctx context.Context, facts map[string]string, from, to string) error 
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
 			msg = msg[i+1:]
 		}
-		return fmt.Errorf("aws s3 sync %s: %v: %s", src, err, msg)
+		return fmt.Errorf("aws s3 sync %s: %w: %s", src, err, msg)
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func notifyCommand(ctx context.Context, n *plan.Notify, dir string, body []byte)
 			last = last[:200]
 		}
 		if last != "" {
-			return fmt.Errorf("%v: %s", err, last)
+			return fmt.Errorf("%w: %s", err, last)
 		}
 		return err
 	}
@@ -162,7 +162,7 @@ func notifyWebhook(ctx context.Context, n *plan.Notify, target string, body []by
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("POST to %s failed: %v", u.Host, err)
+		return fmt.Errorf("POST to %s failed: %w", u.Host, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {

@@ -80,7 +80,7 @@ func TestRecordsScripts(t *testing.T) {
 				trainerPath = filepath.Join(dir, "trainer")
 				out, err := exec.Command("go", "build", "-o", trainerPath, "github.com/taoflow/taoflow/internal/testrig/trainer").CombinedOutput()
 				if err != nil {
-					trainerErr = fmt.Errorf("building the trainer: %v\n%s", err, out)
+					trainerErr = fmt.Errorf("building the trainer: %w\n%s", err, out)
 				}
 			})
 			env.Setenv("TRAINER", trainerPath)
