@@ -77,7 +77,7 @@ func formatTags(tags map[string]string) string {
 }
 
 // showRecord prints a run's name, tags and provenance for status RUN.
-func showRecord(w io.Writer, rec state.RunRecord, nodes []state.Node) {
+func showRecord(w io.Writer, rec state.RunRecord, nodes []state.Node, resources []state.Resource) {
 	if rec.Label != "" {
 		fmt.Fprintf(w, "name: %s\n", rec.Label)
 	}
@@ -115,6 +115,12 @@ func showRecord(w io.Writer, rec state.RunRecord, nodes []state.Node) {
 			}
 		}
 		fmt.Fprintf(w, "ran by: %s@%s with taoflow %s\n", info.User, info.Host, info.Version)
+	}
+	// The types of the instances the run created.
+	for _, r := range resources {
+		if r.Kind == state.KindInstance && r.Data["type"] != "" {
+			fmt.Fprintf(w, "instance: %s type %s\n", r.Instance, r.Data["type"])
+		}
 	}
 	// The images' digests that pull steps recorded, once per instance.
 	seen := map[string]bool{}

@@ -20,6 +20,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/state"
 )
 
 // TestRequireCleanExit2 checks that apply --require-clean refuses a dirty
@@ -164,5 +165,30 @@ func TestResultsGolden(t *testing.T) {
 		if diff := cmp.Diff(string(want), string(got)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s\nRegenerate with UPDATE_GOLDEN=1 go test ./cmd/taoflow -run TestResultsGolden", name, diff)
 		}
+	}
+}
+
+// TestShowRecord checks the record lines of status RUN: name, tags, a
+// dirty tree, who ran it, instance types and image digests (once each).
+func TestShowRecord(t *testing.T) {
+	rec := state.RunRecord{Label: "n", Tags: map[string]string{"b": "2", "a": "1"},
+		Provenance: []byte(`{"git": {"repo": true, "commit": "c0ffee", "branch": "main", "dirty": true, "changed": ["x", "y"], "diff_sha256": "0123456789abcdef0123"}, "taoflow_version": "v1", "user": "ana", "host": "lap"}`)}
+	nodes := []state.Node{
+		{ID: "pull@gpu", Instance: "gpu", Facts: map[string]string{"image": "img:1", "digest": "img@sha256:aa"}},
+		{ID: "pull@gpu", Instance: "gpu", Facts: map[string]string{"image": "img:1", "digest": "img@sha256:aa"}},
+		{ID: "train", Instance: "gpu"},
+	}
+	res := []state.Resource{{Kind: state.KindInstance, Instance: "gpu", Data: map[string]string{"type": "g5.xlarge"}}, {Kind: state.KindJob, Instance: "gpu"}}
+	var b bytes.Buffer
+	showRecord(&b, rec, nodes, res)
+	want := `name: n
+tags: a=1 b=2
+git: c0ffee on main, dirty (2 changed, diff sha256 0123456789ab)
+ran by: ana@lap with taoflow v1
+instance: gpu type g5.xlarge
+image: img:1 = img@sha256:aa on gpu
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -277,7 +277,11 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	}
 	gone := runner.ApplyGone(r)
 	fmt.Fprintf(w, "run %s (plan %s, %s)\n", r.ID, r.Name, r.PlanFile)
-	showRecord(w, rec, nodes)
+	resources, err := store.Resources(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	showRecord(w, rec, nodes, resources)
 	if gone {
 		// Not "state: running" with frozen progress: the apply died.
 		fmt.Fprintf(w, "state: not running: its apply (pid %d) died without ending the run; started %s\n", r.PID, r.StartedAt.Local().Format("2006-01-02 15:04:05"))
