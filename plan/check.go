@@ -164,6 +164,7 @@ func (c *checker) step(s *Step) {
 	if s.On != nil && len(s.On) == 0 {
 		c.d.errorf(s.IDPos, "step %q: on: is empty, so the step would run nowhere", s.ID)
 	}
+	c.paths(s) // paths.go
 	// matrix
 	if m := s.Matrix; m != nil {
 		switch s.Uses {

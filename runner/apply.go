@@ -129,7 +129,7 @@ func (a *Apply) start(ctx context.Context) (err error) {
 			vars[v.Name] = v.Value
 		}
 		err = a.store.CreateRun(ctx, state.Run{ID: a.ID, Name: p.Name, PlanFile: cfg.PlanPath, PlanHash: p.Hash, Vars: vars,
-			State: state.RunRunning, PID: os.Getpid(), Host: host, StartedAt: time.Now()})
+			State: state.RunRunning, PID: os.Getpid(), Host: host, Proc: selfIdentity(), StartedAt: time.Now()})
 	} else {
 		err = cfg.Resume.claim(ctx, a.store, host)
 	}

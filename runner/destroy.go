@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -24,6 +28,76 @@ type Destroyer struct {
 	// running (its apply died) or whose teardown was incomplete, once
 	// nothing of it is left.
 	CanceledExitCode int
+	// Confirmed are the programs and configs the user named for this
+	// destroy; see Check.
+	Confirmed Confirmed
+}
+
+// Confirmed names the brev program and the ssh client config that the
+// user confirmed on the command line (destroy/cancel --brev-binary,
+// --ssh-config); "" is none.
+//
+// The state records the ones apply used, but destroy never runs what the
+// state alone names: whoever wrote the state chose it, and a state can come
+// from someone else (a shared directory, a committed .taoflow/). A hash of
+// the file recorded beside it would prove nothing, since a forged state
+// carries the hash of its own program. So a recorded brev binary other than
+// the plain "brev" on the user's PATH, and any recorded ssh config (which
+// can run commands: ProxyCommand, LocalCommand, Match exec), are used only
+// when the user names the same file again; a confirmed one replaces the
+// recorded one.
+type Confirmed struct {
+	BrevBinary string
+	SSHConfig  string
+}
+
+// Check refuses (*RefusedError) resources whose recorded platform settings
+// name a program or an ssh config that the user has not confirmed (see
+// Confirmed). Nothing was run when it refuses.
+func (d Destroyer) Check(runID string, alive []state.Resource) error {
+	for _, res := range alive {
+		if _, err := d.confirmedData(res.Data); err != nil {
+			return refused(fmt.Errorf("run %s, %s %s: %w", runID, res.Kind, res.Name, err))
+		}
+		// A brev instance the run created has the name the run gives it;
+		// a state naming another (one of your other instances) is not
+		// trusted to delete it.
+		if ref := res.Data["ref"]; res.Platform == plan.PlatformBrev && res.Kind == state.KindInstance && ref != "" {
+			if want := brev.InstanceName(runID, res.Instance); ref != want {
+				return refused(fmt.Errorf("run %s, instance %s: the state names the brev instance %q, but run %s named it %q; refusing to delete what the run did not name", runID, res.Instance, ref, runID, want))
+			}
+		}
+	}
+	return nil
+}
+
+// confirmedData returns the platform settings of recorded data with the
+// program and config the user confirmed in place of the recorded ones, or
+// an error naming a recorded one that was not confirmed.
+func (d Destroyer) confirmedData(recorded map[string]string) (map[string]string, error) {
+	data := map[string]string{}
+	for k, v := range recorded {
+		if strings.HasPrefix(k, "pf.") {
+			data[k] = v
+		}
+	}
+	switch bin := data[dataBinary]; {
+	case d.Confirmed.BrevBinary != "":
+		data[dataBinary] = d.Confirmed.BrevBinary
+	case bin == "" || bin == "brev":
+		data[dataBinary] = "" // brev on the user's PATH
+	default:
+		return nil, fmt.Errorf("the state names the brev program %q; taoflow does not run a program that only the state names "+
+			"(whoever wrote the state chose it). If it is yours, confirm it: --brev-binary %s", bin, bin)
+	}
+	switch cfg := data[dataSSHConfig]; {
+	case d.Confirmed.SSHConfig != "":
+		data[dataSSHConfig] = d.Confirmed.SSHConfig
+	case cfg != "":
+		return nil, fmt.Errorf("the state names the ssh config %q; taoflow does not use an ssh config that only the state names "+
+			"(it can run commands: ProxyCommand). If it is yours, confirm it: --ssh-config %s", cfg, cfg)
+	}
+	return data, nil
 }
 
 // Destroy tears down alive, the resources of run r that may still exist,
@@ -87,11 +161,11 @@ func (d Destroyer) platformFor(resources []state.Resource) (platform.Platform, p
 	kind := ""
 	data := map[string]string{}
 	for _, res := range resources {
-		for k, v := range res.Data {
-			if strings.HasPrefix(k, "pf.") {
-				data[k] = v
-			}
+		d, err := d.confirmedData(res.Data)
+		if err != nil {
+			return nil, inst, err
 		}
+		maps.Copy(data, d)
 		inst.Name = res.Instance
 		if ref := res.Data["ref"]; ref != "" {
 			inst.Ref = ref
@@ -103,7 +177,10 @@ func (d Destroyer) platformFor(resources []state.Resource) (platform.Platform, p
 			kind = res.Platform
 		}
 	}
-	pf, err := BuildPlatform(kind, data, "destroy", d.StateDir, PlatformOptions{})
+	// brev runs with the caller's environment less the run's secrets, as
+	// in apply: their values are for the instances.
+	env := environWithout(os.Environ(), strings.Split(data[dataSecrets], ","))
+	pf, err := BuildPlatform(kind, data, "destroy", d.StateDir, PlatformOptions{Env: env})
 	if err != nil {
 		return nil, inst, fmt.Errorf("resources on the %q platform: %w", kind, err)
 	}

@@ -26,6 +26,10 @@ const (
 	dataMaxSessions    = "pf.max_sessions"
 	dataBinary         = "pf.binary"
 	dataTransport      = "pf.transport"
+	// dataSecrets names the plan's secrets (names only, comma-separated),
+	// so that destroy and cancel keep their values out of brev's
+	// environment as apply does.
+	dataSecrets = "pf.secrets"
 )
 
 // PlatformData returns the plan's platform settings as resource data. A
@@ -49,6 +53,9 @@ func PlatformData(p *plan.Plan) map[string]string {
 	}
 	if pl.Transport != "" {
 		d[dataTransport] = pl.Transport
+	}
+	if names := p.SecretNames(); len(names) > 0 {
+		d[dataSecrets] = strings.Join(names, ",")
 	}
 	return d
 }

@@ -121,7 +121,7 @@ func (r *Resumed) done() map[string]string {
 
 // claim makes this process the run's owner again.
 func (r *Resumed) claim(ctx context.Context, store *state.Store, host string) error {
-	if err := store.SetRunOwner(ctx, r.Run.ID, os.Getpid(), host); err != nil {
+	if err := store.SetRunOwner(ctx, r.Run.ID, os.Getpid(), host, selfIdentity()); err != nil {
 		return err
 	}
 	return store.UpdateRun(ctx, r.Run.ID, state.RunUpdate{State: state.RunRunning, Message: "resumed"})

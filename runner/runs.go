@@ -38,6 +38,11 @@ func NewRunID(name string) string {
 // naming it and listing the runs it does know; other errors are the
 // store's.
 func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, error) {
+	if id == "" {
+		// Every id starts with "": an empty prefix would pick a run the
+		// user never named.
+		return state.Run{}, errors.New(`the run id is empty: give a run id, a unique prefix of one, or "latest" (taoflow status lists them)`)
+	}
 	if id == "latest" {
 		r, err := store.LatestRun(ctx)
 		if errors.Is(err, state.ErrNotFound) {
@@ -91,16 +96,11 @@ func UnknownRun(id string, runs []state.Run) error {
 	return refused(fmt.Errorf("no run %q in the state; its runs: %s", id, strings.Join(ids, ", ")))
 }
 
-// ApplyAlive reports whether the apply that owns run still runs on this host.
+// ApplyAlive reports whether the apply that owns run still runs on this
+// host: the run is running and its owner process is alive (OwnerAlive: the
+// same process, not one that was given its pid later).
 func ApplyAlive(r state.Run) bool {
-	host, _ := os.Hostname()
-	if r.PID <= 0 || r.Host != host || r.PID == os.Getpid() {
-		return false
-	}
-	if r.State != state.RunRunning {
-		return false
-	}
-	return syscall.Kill(r.PID, 0) == nil
+	return r.State == state.RunRunning && OwnerAlive(r)
 }
 
 // ApplyGone reports whether the state says run is running while its apply

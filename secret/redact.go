@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // MinRedactLen is the shortest value, in bytes, that a Redactor redacts.
@@ -212,4 +213,39 @@ func (r *Redactor) RedactBytes(b []byte) []byte {
 		return b
 	}
 	return []byte(out)
+}
+
+// Clip redacts s and then cuts it to at most n bytes, on a rune boundary,
+// with "…" appended when it cut. Redacting first is what keeps a secret
+// that straddles the cut from leaving a prefix of itself in the result:
+// cut first, and the prefix no longer matches the secret.
+func (r *Redactor) Clip(s string, n int) string {
+	return ClipText(r.Redact(s), n)
+}
+
+// ClipText cuts s to at most n bytes on a rune boundary, with "…" appended
+// when it cut. It does not redact: use it only on text that is already
+// redacted or holds no secret (Redactor.Clip does both).
+func ClipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n < 0 {
+		n = 0
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// MaxLen is the length in bytes of the longest form r redacts (0 for
+// none). A stream that must pass on part of a text before the rest arrives
+// redacts it, passes on all but its last MaxLen bytes and keeps those with
+// what follows: a secret not yet whole lies within them.
+func (r *Redactor) MaxLen() int {
+	if r == nil {
+		return 0
+	}
+	return r.maxLen
 }

@@ -361,3 +361,23 @@ func BenchmarkWriter(b *testing.B) {
 		_, _ = w.Write(line)
 	}
 }
+
+func TestClip(t *testing.T) {
+	r := NewRedactor("TOPSECRETVALUE")
+	tests := map[string]struct {
+		in   string
+		n    int
+		want string
+	}{
+		"short":                 {"abc", 10, "abc"},
+		"secret across the cut": {"0123456789TOPSECRETVALUE", 14, "0123456789***"},
+		"secret after the cut":  {"0123456789 TOPSECRETVALUE", 8, "01234567…"},
+		"rune boundary":         {"ab€cd", 4, "ab…"},
+		"zero":                  {"abc", 0, "…"},
+	}
+	for name, tt := range tests {
+		if got := r.Clip(tt.in, tt.n); got != tt.want {
+			t.Errorf("%s: Clip(%q, %d) = %q, want %q", name, tt.in, tt.n, got, tt.want)
+		}
+	}
+}

@@ -77,15 +77,15 @@ func TestRuns(t *testing.T) {
 		}
 	}
 
-	if err := s.SetRunOwner(ctx, "r1", 777, "ci"); err != nil {
+	if err := s.SetRunOwner(ctx, "r1", 777, "ci", "start=1"); err != nil {
 		t.Fatal(err)
 	}
 	got, err = s.Run(ctx, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.PID != 777 || got.Host != "ci" {
-		t.Errorf("after SetRunOwner: PID, Host = %d, %q, want 777, ci", got.PID, got.Host)
+	if got.PID != 777 || got.Host != "ci" || got.Proc != "start=1" {
+		t.Errorf("after SetRunOwner: PID, Host, Proc = %d, %q, %q, want 777, ci, start=1", got.PID, got.Host, got.Proc)
 	}
 }
 

@@ -29,7 +29,7 @@ func writeEverything(t *testing.T, s *Store) {
 	if err := s.UpdateRun(ctx, run, RunUpdate{State: x("state2"), Message: x("msg2")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetRunOwner(ctx, run, 1, x("host2")); err != nil {
+	if err := s.SetRunOwner(ctx, run, 1, x("host2"), x("proc2")); err != nil {
 		t.Fatal(err)
 	}
 	err = s.PutNode(ctx, Node{RunID: run, ID: x("node"), Step: x("step"), Instance: x("inst"), Cell: x("cell"),
@@ -142,7 +142,7 @@ func TestRedactionReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRun := Run{ID: x("run"), Name: x("name"), PlanFile: x("file"), PlanHash: x("hash"),
-		Vars: map[string]string{x("k"): x("v")}, State: x("state2"), PID: 1, Host: x("host2"), Message: x("msg2")}
+		Vars: map[string]string{x("k"): x("v")}, State: x("state2"), PID: 1, Host: x("host2"), Proc: x("proc2"), Message: x("msg2")}
 	if diff := cmp.Diff(wantRun, r); diff != "" {
 		t.Errorf("Run (-want +got):\n%s", diff)
 	}

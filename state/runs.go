@@ -21,18 +21,22 @@ const (
 
 // Run is one `taoflow apply` of a plan.
 type Run struct {
-	ID        string            `json:"id"`
-	Name      string            `json:"name"` // the plan's name
-	PlanFile  string            `json:"plan_file"`
-	PlanHash  string            `json:"plan_hash"`
-	Vars      map[string]string `json:"vars,omitempty"` // nil when empty
-	State     string            `json:"state"`          // one of the Run* constants
-	PID       int               `json:"pid"`            // of the taoflow process that owns the run
-	Host      string            `json:"host"`           // where that process runs
-	StartedAt time.Time         `json:"started_at"`
-	EndedAt   time.Time         `json:"ended_at"`
-	ExitCode  int               `json:"exit_code"`
-	Message   string            `json:"message,omitempty"`
+	ID       string            `json:"id"`
+	Name     string            `json:"name"` // the plan's name
+	PlanFile string            `json:"plan_file"`
+	PlanHash string            `json:"plan_hash"`
+	Vars     map[string]string `json:"vars,omitempty"` // nil when empty
+	State    string            `json:"state"`          // one of the Run* constants
+	PID      int               `json:"pid"`            // of the taoflow process that owns the run
+	Host     string            `json:"host"`           // where that process runs
+	// Proc tells that process apart from a later one given the same pid:
+	// what the owner recorded about itself (its start time, boot and
+	// command line; see runner). "" when not recorded.
+	Proc      string    `json:"-"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	ExitCode  int       `json:"exit_code"`
+	Message   string    `json:"message,omitempty"`
 }
 
 // RunUpdate is the new outcome of a run. UpdateRun sets every field, so a
@@ -51,7 +55,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	}
 	_, err := s.st.createRun.ExecContext(ctx,
 		s.r(r.ID), s.r(r.Name), s.r(r.PlanFile), s.r(r.PlanHash), s.encodeMap(r.Vars),
-		s.r(r.State), r.PID, s.r(r.Host), nanos(r.StartedAt), nanos(r.EndedAt), r.ExitCode, s.r(r.Message))
+		s.r(r.State), r.PID, s.r(r.Host), nanos(r.StartedAt), nanos(r.EndedAt), r.ExitCode, s.r(r.Message), s.r(r.Proc))
 	if err != nil {
 		return fmt.Errorf("state: create run %q: %w", s.r(r.ID), err)
 	}
@@ -73,13 +77,14 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u RunUpdate) error {
 	return nil
 }
 
-// SetRunOwner records that process pid on host now owns run id, as when
-// `apply --resume` takes over a run that another process started.
-func (s *Store) SetRunOwner(ctx context.Context, id string, pid int, host string) error {
+// SetRunOwner records that process pid on host, told apart from others
+// that had its pid by proc (Run.Proc), now owns run id, as when `apply
+// --resume` takes over a run that another process started.
+func (s *Store) SetRunOwner(ctx context.Context, id string, pid int, host, proc string) error {
 	if err := s.writable("set run owner"); err != nil {
 		return err
 	}
-	res, err := s.st.setRunOwner.ExecContext(ctx, pid, s.r(host), s.r(id))
+	res, err := s.st.setRunOwner.ExecContext(ctx, pid, s.r(host), s.r(proc), s.r(id))
 	if err == nil {
 		err = mustAffect(res, "run")
 	}
@@ -145,7 +150,7 @@ func scanRun(sc scanner) (Run, error) {
 		started, ended sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.Name, &r.PlanFile, &r.PlanHash, &vars, &r.State, &r.PID, &r.Host,
-		&started, &ended, &r.ExitCode, &r.Message)
+		&started, &ended, &r.ExitCode, &r.Message, &r.Proc)
 	if err != nil {
 		return Run{}, err
 	}

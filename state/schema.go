@@ -78,7 +78,9 @@ CREATE TABLE logs (
 `,
 	// 2: facts a node's step learned (the digest an image was pulled at).
 	`ALTER TABLE nodes ADD COLUMN facts TEXT NOT NULL DEFAULT '{}';`,
-	// 3: a run's records: its readable name (unique), tags and provenance.
+	// 3: which process owns a run, beyond its pid (Run.Proc).
+	`ALTER TABLE runs ADD COLUMN proc TEXT NOT NULL DEFAULT '';`,
+	// 4: a run's records: its readable name (unique), tags and provenance.
 	`
 CREATE TABLE run_records (
 	run_id     TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
@@ -132,7 +134,7 @@ type stmts struct {
 }
 
 const (
-	runCols      = `id, name, plan_file, plan_hash, vars, state, pid, host, started_at, ended_at, exit_code, message`
+	runCols      = `id, name, plan_file, plan_hash, vars, state, pid, host, started_at, ended_at, exit_code, message, proc`
 	nodeCols     = `run_id, id, step, instance, cell, finally, state, attempts, started_at, ended_at, exit_code, message, progress, facts, seq`
 	resourceCols = `id, run_id, kind, name, instance, platform, state, data, created_at, updated_at, message`
 	eventCols    = `seq, run_id, time, type, node, message, data`
@@ -144,9 +146,9 @@ func (s *Store) prepare() error {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&s.st.createRun, `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&s.st.createRun, `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&s.st.updateRun, `UPDATE runs SET state = ?, ended_at = ?, exit_code = ?, message = ? WHERE id = ?`},
-		{&s.st.setRunOwner, `UPDATE runs SET pid = ?, host = ? WHERE id = ?`},
+		{&s.st.setRunOwner, `UPDATE runs SET pid = ?, host = ?, proc = ? WHERE id = ?`},
 		{&s.st.run, `SELECT ` + runCols + ` FROM runs WHERE id = ?`},
 		{&s.st.runs, `SELECT ` + runCols + ` FROM runs ORDER BY seq DESC`},
 		{&s.st.latestRun, `SELECT ` + runCols + ` FROM runs ORDER BY seq DESC LIMIT 1`},

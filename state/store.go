@@ -78,7 +78,8 @@ func newStore(dir string, readOnly bool, opts []Option) *Store {
 
 // Open opens the state in dir for reading and writing, creating dir (mode
 // 0700) and dir/state.db (mode 0600) when missing and bringing the schema up
-// to date.
+// to date. A dir or state.db that is not this user's alone to write is
+// refused with an error wrapping ErrUnsafe.
 func Open(dir string, opts ...Option) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -86,6 +87,9 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	}
 	if err := mkdirPrivate(abs); err != nil {
 		return nil, fmt.Errorf("state: create %s: %w", dir, err)
+	}
+	if err := checkPrivate(abs); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
 	}
 	path := filepath.Join(abs, dbName)
 	// Create the file ourselves so that its mode does not depend on the
@@ -136,7 +140,8 @@ func Open(dir string, opts ...Option) (*Store, error) {
 
 // OpenReadOnly opens the state in dir for reading only, as `status` and
 // `logs` do while `apply` writes. It creates nothing; when dir holds no
-// state it fails with "no taoflow state in DIR".
+// state it fails with "no taoflow state in DIR". It refuses what Open
+// refuses.
 func OpenReadOnly(dir string, opts ...Option) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -145,6 +150,9 @@ func OpenReadOnly(dir string, opts ...Option) (*Store, error) {
 	path := filepath.Join(abs, dbName)
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		return nil, fmt.Errorf("%w in %s", ErrNoState, dir)
+	}
+	if err := checkPrivate(abs); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
 	}
 	s := newStore(abs, true, opts)
 	q := url.Values{}

@@ -66,6 +66,11 @@ func TestPermissions(t *testing.T) {
 
 	t.Run("existing", func(t *testing.T) {
 		dir := t.TempDir()
+		// Under this umask t.TempDir is group-writable, which Open refuses
+		// (TestUnsafeStateRefused); this case is about the database.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
 		db := filepath.Join(dir, "state.db")
 		if err := os.WriteFile(db, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -211,7 +216,7 @@ func TestReadOnlyRejectsWrites(t *testing.T) {
 	writes := map[string]func() error{
 		"CreateRun":   func() error { return ro.CreateRun(ctx, Run{ID: "r2"}) },
 		"UpdateRun":   func() error { return ro.UpdateRun(ctx, "r1", RunUpdate{State: RunFailed}) },
-		"SetRunOwner": func() error { return ro.SetRunOwner(ctx, "r1", 1, "h") },
+		"SetRunOwner": func() error { return ro.SetRunOwner(ctx, "r1", 1, "h", "") },
 		"PutNode":     func() error { return ro.PutNode(ctx, Node{RunID: "r1", ID: "n"}) },
 		"RecordIntent": func() error {
 			_, err := ro.RecordIntent(ctx, Resource{RunID: "r1", Kind: KindProcess, Name: "p"})
@@ -253,7 +258,7 @@ func TestNotFound(t *testing.T) {
 	tests := map[string]func() error{
 		"Run":         func() error { _, err := s.Run(ctx, "nope"); return err },
 		"UpdateRun":   func() error { return s.UpdateRun(ctx, "nope", RunUpdate{State: RunFailed}) },
-		"SetRunOwner": func() error { return s.SetRunOwner(ctx, "nope", 1, "h") },
+		"SetRunOwner": func() error { return s.SetRunOwner(ctx, "nope", 1, "h", "") },
 		"Node":        func() error { _, err := s.Node(ctx, "r1", "nope"); return err },
 		"Resource":    func() error { _, err := s.Resource(ctx, 42); return err },
 		"MarkCreated": func() error { return s.MarkCreated(ctx, 42, nil) },

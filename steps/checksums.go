@@ -7,13 +7,14 @@ import (
 )
 
 // hashScript prints "SHA256  ./PATH" for every regular file under from
-// (on the instance), the manifest at the top left out; it prints nothing
+// (on the instance; symbolic links are neither followed nor hashed, as
+// uploads copy no link targets), the manifest at the top left out; it prints nothing
 // where sha256sum is missing.
 func hashScript(from string) string {
 	return fmt.Sprintf(`src=%s
 [ -d "$src" ] || exit %d
 command -v sha256sum >/dev/null 2>&1 || exit 0
-cd "$src" && find -L . -type f ! -path ./%s -print0 | xargs -0r sha256sum
+cd "$src" && find . -type f ! -path ./%s -print0 | xargs -0r sha256sum
 `, shellPath(from), exitNoSource, manifestName)
 }
 

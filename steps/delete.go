@@ -20,6 +20,19 @@ func (s *Steps) Cleanup(ctx context.Context, inst platform.Instance) error {
 	return err
 }
 
+// keepJobDirs reports whether the run's job directories on inst outlive
+// its teardown: only on an instance the plan keeps (keep: true), where the
+// user asked to look at what is left. Elsewhere, an ssh host or an
+// existing instance above all, they are removed once the jobs are stopped:
+// by then the wait steps have copied their logs into the node logs.
+func (s *Steps) keepJobDirs(inst platform.Instance) bool {
+	if s.cfg.Plan == nil {
+		return false
+	}
+	pi := s.cfg.Plan.Instance(inst.Name)
+	return pi != nil && pi.Keep
+}
+
 func (s *Steps) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
 	lines, err := s.process.cleanup(ctx, inst)
 	if errors.Is(err, platform.ErrNotFound) {
@@ -96,7 +109,7 @@ func (s *Steps) LabelledContainers(ctx context.Context, inst platform.Instance) 
 		return nil, err
 	}
 	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("listing taoflow containers on %s: exit code %d: %s", inst.Name, res.ExitCode, s.redact.Redact(dockerError(res.Stderr)))
+		return nil, fmt.Errorf("listing taoflow containers on %s: exit code %d: %s", inst.Name, res.ExitCode, s.dockerError(res.Stderr))
 	}
 	var out []Container
 	for _, l := range outputLines(res.Stdout) {

@@ -231,7 +231,7 @@ func (d *docker) submit(ctx context.Context, inst platform.Instance, spec jobSpe
 // launchError explains a failed submit script; docker run's own exit
 // codes 125, 126 and 127 are told apart (and kept as the Code).
 func (d *docker) launchError(inst platform.Instance, id string, res platform.Result) *Error {
-	why := dockerError(res.Stderr)
+	why := d.s.dockerError(res.Stderr)
 	code := res.ExitCode
 	switch code {
 	case exitNoSecret:
@@ -256,16 +256,16 @@ func (d *docker) launchError(inst platform.Instance, id string, res platform.Res
 // dockerError picks the line of a docker command's stderr that says what
 // went wrong: the last one that is not the "Run 'docker run --help'" hint
 // or a warning.
-func dockerError(stderr []byte) string {
+func (s *Steps) dockerError(stderr []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := strings.TrimSpace(lines[i])
 		if l == "" || strings.HasPrefix(l, "Run '") || strings.HasPrefix(l, "WARNING") {
 			continue
 		}
-		return clipText(strings.TrimPrefix(l, "docker: "), 300)
+		return s.redact.Clip(strings.TrimPrefix(l, "docker: "), 300)
 	}
-	return lastLine(stderr)
+	return s.lastLine(stderr)
 }
 
 func shortID(id string) string {
@@ -414,7 +414,7 @@ func (d *docker) status(ctx context.Context, inst platform.Instance, probes []pr
 		return nil, err
 	}
 	if res.ExitCode != 0 {
-		why := dockerError(res.Stderr)
+		why := d.s.dockerError(res.Stderr)
 		if res.ExitCode == exitNoDockerCLI {
 			why = "docker is not installed"
 		}
@@ -590,7 +590,7 @@ func (d *docker) reconcile(ctx context.Context, inst platform.Instance, probes [
 		return err
 	}
 	if res.ExitCode != 0 {
-		return fmt.Errorf("listing containers on %s by label: exit code %d: %s", inst.Name, res.ExitCode, d.s.redact.Redact(dockerError(res.Stderr)))
+		return fmt.Errorf("listing containers on %s by label: exit code %d: %s", inst.Name, res.ExitCode, d.s.dockerError(res.Stderr))
 	}
 	byLabel := map[string]string{}
 	for _, l := range strings.Split(string(res.Stdout), "\n") {
@@ -655,14 +655,15 @@ func (d *docker) cancel(ctx context.Context, inst platform.Instance, ids []strin
 func removeScript(ids []string) string {
 	var b strings.Builder
 	b.WriteString(dockerCheck)
-	b.WriteString("docker rm -f -v")
+	b.WriteString("tf_err=$(docker rm -f -v")
 	for _, id := range ids {
 		b.WriteString(" " + shellquote.Quote(id))
 	}
 	// rm -f of a container that is gone already fails with older CLIs.
-	b.WriteString(` > /dev/null 2> "${TMPDIR:-/tmp}/taoflow-rm.$$"
-grep -v -e '^[[:space:]]*$' -e 'No such' "${TMPDIR:-/tmp}/taoflow-rm.$$" >&2 && rc=1 || rc=0
-rm -f "${TMPDIR:-/tmp}/taoflow-rm.$$"
+	// Its stderr is kept in a variable, not a file: a fixed name under
+	// /tmp could be planted by another user of the instance.
+	b.WriteString(` 2>&1 > /dev/null)
+printf '%s\n' "$tf_err" | grep -v -e '^[[:space:]]*$' -e 'No such' >&2 && rc=1 || rc=0
 `)
 	b.WriteString("for n in")
 	for _, id := range ids {
@@ -683,7 +684,13 @@ func (d *docker) remove(ctx context.Context, inst platform.Instance, ids []strin
 // cleanupScript stops and removes every container labelled
 // taoflow.run=<run> and taoflow.instance=<instance> (exactly those values),
 // marking those that ran as canceled. An instance without docker has none.
-func (d *docker) cleanupScript(instance string) string {
+// With removeDirs it removes their job directories too (copies of their
+// logs, markers), else only the log copies.
+func (d *docker) cleanupScript(instance string, removeDirs bool) string {
+	drop := dropLogs
+	if removeDirs {
+		drop = fmt.Sprintf(`rm -rf "$HOME"/%s/"$n"`, shellquote.Quote(jobsDir))
+	}
 	return fmt.Sprintf(`command -v docker >/dev/null 2>&1 || exit 0
 all=$(docker ps -a --filter label=%[1]s --filter label=%[5]s --format '{{.Names}} {{.State}}') || { echo 'cannot list the containers (is the docker daemon running?)' >&2; exit %[2]d; }
 live= names=
@@ -705,11 +712,11 @@ fi
 docker rm -f -v $names > /dev/null || exit 1
 for n in $names; do %[6]s; done
 echo "removed container(s)$names"
-`, shellquote.Quote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, shellquote.Quote(jobsDir), d.stopSeconds(), shellquote.Quote(labelInstance+"="+instance), dropLogs)
+`, shellquote.Quote(labelRun+"="+d.s.cfg.RunID), exitNoDaemon, shellquote.Quote(jobsDir), d.stopSeconds(), shellquote.Quote(labelInstance+"="+instance), drop)
 }
 
 func (d *docker) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
-	return d.run(ctx, inst, d.cleanupScript(inst.Name), "removing this run's containers")
+	return d.run(ctx, inst, d.cleanupScript(inst.Name, !d.s.keepJobDirs(inst)), "removing this run's containers")
 }
 
 // run runs a stop or remove script and returns its output lines.
@@ -720,7 +727,7 @@ func (d *docker) run(ctx context.Context, inst platform.Instance, script, what s
 	}
 	lines := outputLines(res.Stdout)
 	if res.ExitCode != 0 {
-		why := dockerError(res.Stderr)
+		why := d.s.dockerError(res.Stderr)
 		if res.ExitCode == exitNoDockerCLI {
 			why = "docker is not installed"
 		}

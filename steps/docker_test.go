@@ -512,17 +512,14 @@ func TestContainerLogFollower(t *testing.T) {
 	calls := dockerShim(t, nil)
 	e := newDockerEnv(t, nil)
 	id := e.job("train")
-	e.runContainer(t, id, "image", image, "command", "-epochs 6 -sleep 300ms")
+	e.runContainer(t, id, "image", image, "command", "-epochs 6 -sleep 50ms -wait-for /gate")
+	gated := openGateAfter(t, id, func() bool { return inspectPolls(calls()) >= 8 })
 	log, _, err := e.waitJobs(context.Background(), e.steps, with("interval", "100ms"), Job{ID: id, Image: image})
 	if err != nil {
 		t.Fatalf("wait: %v\n%s", err, log)
 	}
-	polls := 0
-	for _, c := range calls() {
-		if strings.HasPrefix(c, "inspect --type container --format @inspect") {
-			polls++
-		}
-	}
+	<-gated
+	polls := inspectPolls(calls())
 	whole, follow := logReads(calls(), id)
 	if polls < 8 || follow != 1 || whole > 1 {
 		t.Errorf("%d polls read the log whole %d times and followed it %d times; want one whole read (the first poll) and one follower", polls, whole, follow)
@@ -573,11 +570,13 @@ func TestContainerLogWithoutFollower(t *testing.T) {
 	calls := dockerShim(t, map[string]string{"flock": "echo 'flock: cannot lock' >&2; exit 1"})
 	e := newDockerEnv(t, nil)
 	id := e.job("train")
-	e.runContainer(t, id, "image", image, "command", "-epochs 4 -sleep 300ms")
+	e.runContainer(t, id, "image", image, "command", "-epochs 4 -sleep 50ms -wait-for /gate")
+	gated := openGateAfter(t, id, func() bool { return inspectPolls(calls()) >= 5 })
 	log, _, err := e.waitJobs(context.Background(), e.steps, with("interval", "100ms"), Job{ID: id, Image: image})
 	if err != nil {
 		t.Fatalf("wait: %v\n%s", err, log)
 	}
+	<-gated
 	whole, follow := logReads(calls(), id)
 	if follow != 0 || whole < 5 {
 		t.Errorf("read whole %d times, followed %d times; want a whole read at every poll and no follower", whole, follow)
@@ -677,10 +676,12 @@ func TestContainerCleanup(t *testing.T) {
 	if groupAlive(t, pid) {
 		t.Errorf("Cleanup left the host process running")
 	}
-	for id, want := range map[string]bool{running: true, ended: false} {
-		_, err := os.Stat(filepath.Join(e.jobDir(id), "canceled"))
-		if (err == nil) != want {
-			t.Errorf("%s marked canceled: %t, want %t", id, err == nil, want)
+	// Their job directories (log copies, markers) go with them: on an
+	// instance that outlives the run they would keep what the jobs
+	// printed.
+	for _, id := range []string{running, ended, e.job("proc")} {
+		if _, err := os.Stat(e.jobDir(id)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the job directory of %s outlived Cleanup (%v)", id, err)
 		}
 	}
 }

@@ -347,6 +347,46 @@ func dockerShim(t testing.TB, shadow map[string]string) (calls func() []string) 
 	}
 }
 
+// inspectPolls counts the wait's polls among the docker calls.
+func inspectPolls(calls []string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.HasPrefix(c, "inspect --type container --format @inspect") {
+			n++
+		}
+	}
+	return n
+}
+
+// openGateAfter copies a file to /gate in container id (a trainer started
+// with -wait-for /gate trains only then) once ready reports true, so a test
+// makes the polls it counts happen while the job runs, whatever the
+// machine's load. The returned channel closes when the gate is open; after
+// a minute it opens anyway, and the test fails.
+func openGateAfter(t *testing.T, id string, ready func() bool) <-chan struct{} {
+	t.Helper()
+	gate := filepath.Join(t.TempDir(), "gate")
+	if err := os.WriteFile(gate, []byte("open\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		deadline := time.Now().Add(time.Minute)
+		for !ready() {
+			if time.Now().After(deadline) {
+				t.Errorf("the gate of %s opened after a minute without the condition", id)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if out, err := exec.Command("docker", "cp", gate, id+":/gate").CombinedOutput(); err != nil {
+			t.Errorf("docker cp gate: %v: %s", err, out)
+		}
+	}()
+	return done
+}
+
 // logReads counts a job's docker logs calls: whole reads, and follows.
 func logReads(calls []string, id string) (whole, follow int) {
 	for _, c := range calls {

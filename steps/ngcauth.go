@@ -114,9 +114,9 @@ func (s *Steps) ngcAuth(ctx context.Context, req Request) error {
 		return s.fail(ClassNoDocker, nil, "docker is not installed on %s", inst.Name)
 	default:
 		if why := unreachableWhy(res.Stderr); why != "" {
-			return s.fail(ClassRegistryUnreachable, nil, "docker login %s on %s: cannot reach the registry (%s), so the key in %s was not checked: %s", registry, inst.Name, why, key, dockerError(res.Stderr))
+			return s.fail(ClassRegistryUnreachable, nil, "docker login %s on %s: cannot reach the registry (%s), so the key in %s was not checked: %s", registry, inst.Name, why, key, s.dockerError(res.Stderr))
 		}
-		return s.fail(ClassAuthFailed, nil, "docker login %s as %s on %s failed (check the key in %s): %s", registry, user, inst.Name, key, dockerError(res.Stderr))
+		return s.fail(ClassAuthFailed, nil, "docker login %s as %s on %s failed (check the key in %s): %s", registry, user, inst.Name, key, s.dockerError(res.Stderr))
 	}
 	fmt.Fprintf(req.Log, "logged in to %s\n", registry)
 	if verify == "" {
@@ -132,9 +132,9 @@ func (s *Steps) ngcAuth(ctx context.Context, req Request) error {
 	case res.ExitCode == exitNoDockerCLI:
 		return s.fail(ClassNoDocker, nil, "docker is not installed on %s", inst.Name)
 	case res.ExitCode != 0 && registryUnreachable(res.Stderr):
-		return s.fail(ClassRegistryUnreachable, nil, "logged in to %s, but checking %s could not reach the registry (%s): %s", registry, verify, unreachableWhy(res.Stderr), dockerError(res.Stderr))
+		return s.fail(ClassRegistryUnreachable, nil, "logged in to %s, but checking %s could not reach the registry (%s): %s", registry, verify, unreachableWhy(res.Stderr), s.dockerError(res.Stderr))
 	case res.ExitCode != 0:
-		return s.fail(ClassNoEntitlement, nil, "logged in to %s, but %s is refused (the key's org is not entitled to it, or there is no such image): %s", registry, verify, dockerError(res.Stderr))
+		return s.fail(ClassNoEntitlement, nil, "logged in to %s, but %s is refused (the key's org is not entitled to it, or there is no such image): %s", registry, verify, s.dockerError(res.Stderr))
 	}
 	fmt.Fprintf(req.Log, "%s is readable\n", verify)
 	return nil

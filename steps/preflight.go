@@ -76,9 +76,9 @@ func (s *Steps) waitReady(ctx context.Context, req Request, interval, readyTimeo
 		case err != nil:
 			why = err.Error()
 		case res.ExitCode != 0:
-			why = fmt.Sprintf("the probe exited with code %d: %s", res.ExitCode, lastLine(res.Stderr))
+			why = fmt.Sprintf("the probe exited with code %d: %s", res.ExitCode, s.lastLine(res.Stderr))
 		case string(bytes.TrimSuffix(res.Stdout, []byte("\n"))) != "ok":
-			why = fmt.Sprintf("the probe printed %q, want \"ok\"", clipText(string(res.Stdout), 80))
+			why = fmt.Sprintf("the probe printed %q, want \"ok\"", s.redact.Clip(string(res.Stdout), 80))
 		default:
 			fmt.Fprintf(req.Log, "%s answered after %s (%s)\n", inst.Name, time.Since(start).Round(time.Millisecond), counted(attempt, "probe"))
 			return nil
@@ -110,7 +110,7 @@ func (s *Steps) checkDocker(ctx context.Context, req Request) error {
 	case res.ExitCode == 127:
 		return s.fail(ClassNoDocker, nil, "docker is not installed on %s", inst.Name)
 	case res.ExitCode != 0:
-		return s.fail(ClassNoDocker, nil, "docker info failed on %s (exit code %d): %s", inst.Name, res.ExitCode, lastLine(res.Stderr))
+		return s.fail(ClassNoDocker, nil, "docker info failed on %s (exit code %d): %s", inst.Name, res.ExitCode, s.lastLine(res.Stderr))
 	}
 	fmt.Fprintf(req.Log, "docker works on %s\n", inst.Name)
 	return nil
@@ -135,7 +135,7 @@ func (s *Steps) checkGPUs(ctx context.Context, req Request, want int) error {
 	case res.ExitCode == 127:
 		return s.fail(ClassTooFewGPUs, nil, "nvidia-smi is not installed on %s (no NVIDIA driver?); wanted %s", inst.Name, counted(want, "GPU"))
 	case res.ExitCode != 0:
-		return s.fail(ClassTooFewGPUs, nil, "nvidia-smi -L failed on %s (exit code %d): %s; wanted %s", inst.Name, res.ExitCode, lastLine(append(res.Stderr, res.Stdout...)), counted(want, "GPU"))
+		return s.fail(ClassTooFewGPUs, nil, "nvidia-smi -L failed on %s (exit code %d): %s; wanted %s", inst.Name, res.ExitCode, s.lastLine(append(res.Stderr, res.Stdout...)), counted(want, "GPU"))
 	}
 	n := countGPUs(res.Stdout)
 	if n < want {
@@ -152,14 +152,6 @@ var gpuLine = regexp.MustCompile(`(?m)^GPU \d+:`)
 // GPU, are not counted.
 func countGPUs(out []byte) int {
 	return len(gpuLine.FindAll(out, -1))
-}
-
-// clipText returns s cut to n bytes with a marker.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // counted is "1 probe", "3 probes".

@@ -27,6 +27,16 @@ type Command struct {
 // commands of its step, as Do sends them. Commands whose text depends on
 // what an earlier one answered (a manifest, a cancel) are left out.
 func (s *Steps) Preview(req Request) ([]Command, error) {
+	cmds, err := s.preview(req)
+	for i := range cmds {
+		if cmds[i].Script != probeScript {
+			cmds[i].Script = privatePrelude + cmds[i].Script // as exec sends it
+		}
+	}
+	return cmds, err
+}
+
+func (s *Steps) preview(req Request) ([]Command, error) {
 	switch req.Step.Uses {
 	case plan.KindPreflight:
 		return s.previewPreflight(req)
@@ -64,9 +74,9 @@ func (s *Steps) Preview(req Request) ([]Command, error) {
 	case plan.KindUploadS3:
 		return s.previewUpload(req)
 	case plan.KindDelete:
-		cmds := []Command{{What: "stop this run's host processes", Script: s.process.(*process).cleanupScript(plan.JobPrefix(s.cfg.RunID), s.cfg.RunID)}}
+		cmds := []Command{{What: "stop this run's host processes", Script: s.process.(*process).cleanupScript(plan.JobPrefix(s.cfg.RunID), s.cfg.RunID, !s.keepJobDirs(req.Instance))}}
 		if s.cfg.Plan == nil || s.cfg.Plan.RunsContainers() {
-			cmds = append(cmds, Command{What: "remove this run's containers", Script: s.docker.(*docker).cleanupScript(req.Instance.Name)})
+			cmds = append(cmds, Command{What: "remove this run's containers", Script: s.docker.(*docker).cleanupScript(req.Instance.Name, !s.keepJobDirs(req.Instance))})
 		}
 		return cmds, nil
 	}

@@ -181,7 +181,7 @@ func (p *process) submit(ctx context.Context, inst platform.Instance, spec jobSp
 		return launch{}, err
 	}
 	if res.ExitCode != 0 {
-		why := lastLine(res.Stderr)
+		why := p.s.lastLine(res.Stderr)
 		switch res.ExitCode {
 		case exitNoSecret:
 			why = "the job's secrets did not arrive on stdin"
@@ -266,7 +266,7 @@ func (p *process) status(ctx context.Context, inst platform.Instance, probes []p
 		return nil, err
 	}
 	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("polling jobs on %s: exit code %d: %s", inst.Name, res.ExitCode, p.s.redact.Redact(lastLine(res.Stderr)))
+		return nil, fmt.Errorf("polling jobs on %s: exit code %d: %s", inst.Name, res.ExitCode, p.s.lastLine(res.Stderr))
 	}
 	obs, err := parseStatus(res.Stdout, probes)
 	if err != nil {
@@ -354,22 +354,31 @@ func (p *process) cancel(ctx context.Context, inst platform.Instance, ids []stri
 }
 
 // cleanupScript stops every job of run whose directory name starts with
-// prefix (and whose run file, where it has one, names run).
-func (p *process) cleanupScript(prefix, run string) string {
+// prefix (and whose run file, where it has one, names run); with remove,
+// it then removes their job directories (the logs in them hold whatever
+// the jobs printed, secrets included).
+func (p *process) cleanupScript(prefix, run string, remove bool) string {
 	var b strings.Builder
 	b.WriteString(p.funcs())
-	fmt.Fprintf(&b, `for d in "$HOME"/%s/%s*; do
+	fmt.Fprintf(&b, `tf_dirs=
+for d in "$HOME"/%s/%s*; do
 	[ -d "$d" ] || continue
 	if [ -f "$d/run" ] && [ "$(cat "$d/run")" != %s ]; then continue; fi
 	tf_term "$d"
+	tf_dirs="$tf_dirs $(basename "$d")"
 done
 tf_reap
 `, shellquote.Quote(jobsDir), shellquote.Quote(prefix), shellquote.Quote(run))
+	if remove {
+		// Job ids are [a-zA-Z0-9_.-] words (plan.JobID), so the list
+		// splits as it was built.
+		fmt.Fprintf(&b, "for n in $tf_dirs; do rm -rf \"$HOME\"/%s/\"$n\"; done\n", shellquote.Quote(jobsDir))
+	}
 	return b.String()
 }
 
 func (p *process) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
-	return p.stop(ctx, inst, p.cleanupScript(plan.JobPrefix(p.s.cfg.RunID), p.s.cfg.RunID))
+	return p.stop(ctx, inst, p.cleanupScript(plan.JobPrefix(p.s.cfg.RunID), p.s.cfg.RunID, !p.s.keepJobDirs(inst)))
 }
 
 func (p *process) stop(ctx context.Context, inst platform.Instance, script string) ([]string, error) {
@@ -379,7 +388,7 @@ func (p *process) stop(ctx context.Context, inst platform.Instance, script strin
 	}
 	lines := outputLines(res.Stdout)
 	if res.ExitCode != 0 {
-		return lines, fmt.Errorf("stopping jobs on %s: exit code %d: %s", inst.Name, res.ExitCode, p.s.redact.Redact(lastLine(res.Stderr)))
+		return lines, fmt.Errorf("stopping jobs on %s: exit code %d: %s", inst.Name, res.ExitCode, p.s.lastLine(res.Stderr))
 	}
 	return lines, nil
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/taoflow/taoflow/secret"
 )
 
 // progressLine turns one line of a TAO status.json (a JSON object per line;
@@ -18,7 +20,8 @@ import (
 //
 // Missing fields are left out; a line with none of epoch, loss, a kpi or
 // eta shows its message. Anything that is not a JSON object gives "".
-func progressLine(line string) string {
+// Texts the job wrote are redacted by red before they are clipped.
+func progressLine(line string, red *secret.Redactor) string {
 	line = strings.TrimSpace(line)
 	if !strings.HasPrefix(line, "{") {
 		return ""
@@ -40,12 +43,12 @@ func progressLine(line string) string {
 	if name, v, ok := metric(m); ok {
 		parts = append(parts, name+" "+v)
 	}
-	if eta := etaText(m["eta"]); eta != "" {
+	if eta := etaText(m["eta"], red); eta != "" {
 		parts = append(parts, "eta "+eta)
 	}
 	if len(parts) == 0 {
 		if msg, ok := m["message"].(string); ok {
-			return clipText(oneLine(msg), 100)
+			return red.Clip(oneLine(msg), 100)
 		}
 		return ""
 	}
@@ -133,7 +136,7 @@ var fracSeconds = regexp.MustCompile(`^(\d+:\d\d:\d\d)\.\d+$`)
 // etaText shows an eta: a timedelta string ("0:04:00.123456", "1 day,
 // 2:00:00") without fractions of a second, or a number of seconds as
 // h:mm:ss.
-func etaText(v any) string {
+func etaText(v any, red *secret.Redactor) string {
 	switch x := v.(type) {
 	case string:
 		s := oneLine(strings.TrimSpace(x))
@@ -145,7 +148,7 @@ func etaText(v any) string {
 		if m := fracSeconds.FindStringSubmatch(s); m != nil {
 			return m[1]
 		}
-		return clipText(s, 40)
+		return red.Clip(s, 40)
 	case json.Number:
 		f, err := x.Float64()
 		if err != nil || f < 0 || math.IsInf(f, 0) || f > 1e9 {

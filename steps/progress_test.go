@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/taoflow/taoflow/secret"
 )
 
 // TestParseProgress reads progress lines, as progressLine writes them from
@@ -28,7 +29,7 @@ func TestParseProgress(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			line := tt.label + progressLine(tt.status)
+			line := tt.label + progressLine(tt.status, secret.NewRedactor())
 			if diff := cmp.Diff(tt.want, ParseProgress(line)); diff != "" {
 				t.Errorf("ParseProgress(%q) (-want +got):\n%s", line, diff)
 			}

@@ -58,7 +58,7 @@ func (s *Steps) pull(ctx context.Context, req Request) error {
 		}
 	}
 	if res.ExitCode != 0 {
-		return s.fail(ClassPullFailed, nil, "docker pull %s on %s failed (exit code %d): %s", image, inst.Name, res.ExitCode, dockerError(res.Stderr))
+		return s.fail(ClassPullFailed, nil, "docker pull %s on %s failed (exit code %d): %s", image, inst.Name, res.ExitCode, s.dockerError(res.Stderr))
 	}
 	if present {
 		fmt.Fprintf(req.Log, "%s is on %s already\n", image, inst.Name)

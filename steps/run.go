@@ -49,6 +49,9 @@ func (s *Steps) jobSpecFor(req Request) (jobSpec, runtime, string, error) {
 	if !jobIDRE.MatchString(req.JobID) {
 		return jobSpec{}, nil, "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("job id %q must match [a-zA-Z0-9][a-zA-Z0-9_.-]*", req.JobID)}
 	}
+	if err := confinedPaths(req, "volumes", "results", "workdir"); err != nil {
+		return jobSpec{}, nil, "", err
+	}
 	spec := jobSpec{
 		ID:       req.JobID,
 		Instance: req.Instance.Name,
@@ -235,7 +238,7 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 					fmt.Fprintf(req.Log, "%sjob %s: %s\n", w.label, w.job.ID, s.redact.Redact(o.Note))
 				}
 			}
-			if p := progressLine(o.Status); p != "" && p != w.progress {
+			if p := progressLine(o.Status, s.redact); p != "" && p != w.progress {
 				w.progress = p
 				req.Progress(w.label + p)
 			}
@@ -249,16 +252,34 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 	return more, firstErr
 }
 
+// maxPartial bounds the unfinished last line a wait holds back: output
+// without line ends (a progress bar redrawn with \r, a binary blob) is
+// passed on in pieces instead of held, and copied, whole.
+const maxPartial = 64 << 10
+
 // streamLog writes the complete lines of b (after what was held back) to
-// the node log, holding back an unfinished last line.
+// the node log, holding back an unfinished last line of at most
+// maxPartial bytes. A line ends at \n or \r.
 func (s *Steps) streamLog(req Request, w *watched, b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	data := append(w.partial, b...)
-	cut := bytes.LastIndexByte(data, '\n') + 1
-	s.writeLines(req, w, data[:cut])
-	w.partial = append([]byte(nil), data[cut:]...)
+	w.partial = append(w.partial, b...)
+	if cut := bytes.LastIndexAny(w.partial, "\n\r") + 1; cut > 0 {
+		s.writeLines(req, w, w.partial[:cut])
+		w.partial = append([]byte(nil), w.partial[cut:]...)
+	}
+	if len(w.partial) > maxPartial {
+		// Redact before cutting the line, and keep the last MaxLen bytes
+		// back: a secret that is not whole yet lies within them, so no
+		// piece passed on holds part of one.
+		red := s.redact.RedactBytes(w.partial)
+		cut := max(len(red)-s.redact.MaxLen(), 0)
+		if cut > 0 {
+			s.writeLines(req, w, append(red[:cut:cut], '\n'))
+			w.partial = append([]byte(nil), red[cut:]...)
+		}
+	}
 }
 
 // flushLog writes an unfinished last line, ended with a newline.
@@ -278,10 +299,13 @@ func (s *Steps) writeLines(req Request, w *watched, b []byte) {
 		return
 	}
 	var out []byte
-	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-		if len(line) > 0 {
-			out = append(append(out, w.label...), line...)
+	for len(b) > 0 {
+		end := bytes.IndexAny(b, "\n\r") + 1
+		if end == 0 {
+			end = len(b)
 		}
+		out = append(append(out, w.label...), b[:end]...)
+		b = b[end:]
 	}
 	_, _ = req.Log.Write(out)
 }

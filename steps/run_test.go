@@ -422,6 +422,13 @@ func TestCleanup(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.jobDir("tf-r1-done-a"), "canceled")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a job that had ended was marked canceled")
 	}
+	// The run's job directories are removed; other runs' are not theirs.
+	for id, mine := range map[string]bool{"tf-r1-train-c0": true, "tf-r1-done-a": true, "tf-r2-train-c0": false, "tf-r1-x-train-c0": false} {
+		_, err := os.Stat(e.jobDir(id))
+		if removed := errors.Is(err, os.ErrNotExist); removed != mine {
+			t.Errorf("job directory of %s: removed = %v, want %v", id, removed, mine)
+		}
+	}
 }
 
 func TestDelete(t *testing.T) {

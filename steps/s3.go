@@ -64,7 +64,9 @@ func syncScript(from string, dest s3Dest, excludes []string) string {
 	var b strings.Builder
 	b.WriteString(awsPrelude)
 	fmt.Fprintf(&b, "src=%s\n[ -d \"$src\" ] || exit %d\n", shellPath(from), exitNoSource)
-	fmt.Fprintf(&b, "aws s3 sync \"$src\" %s --no-progress --exclude %s", shellquote.Quote(dest.URL()), manifestName)
+	// --no-follow-symlinks: a result link to a file outside the results
+	// must not upload that file.
+	fmt.Fprintf(&b, "aws s3 sync \"$src\" %s --no-progress --no-follow-symlinks --exclude %s", shellquote.Quote(dest.URL()), manifestName)
 	for _, p := range excludes {
 		fmt.Fprintf(&b, " --exclude %s", shellquote.Quote(p))
 	}
@@ -72,10 +74,10 @@ func syncScript(from string, dest s3Dest, excludes []string) string {
 	return b.String()
 }
 
-// sourceScript lists the regular files under from (following symlinks, as
-// aws s3 sync does) as "SIZE PATH\0" records.
+// sourceScript lists the regular files under from (not through symlinks,
+// which aws s3 sync --no-follow-symlinks skips) as "SIZE PATH\0" records.
 func sourceScript(from string) string {
-	return fmt.Sprintf("src=%s\n[ -d \"$src\" ] || exit %d\ncd \"$src\" && find -L . -type f -printf '%%s %%P\\0'\n", shellPath(from), exitNoSource)
+	return fmt.Sprintf("src=%s\n[ -d \"$src\" ] || exit %d\ncd \"$src\" && find . -type f -printf '%%s %%P\\0'\n", shellPath(from), exitNoSource)
 }
 
 // listScript lists the objects under dest as list-objects-v2 JSON.
@@ -207,7 +209,7 @@ func (s *Steps) awsFailed(ctx context.Context, inst platform.Instance, what, fro
 	case res.ExitCode == exitNoSecret:
 		return s.fail(ClassUploadFailed, nil, "%s on %s: the credentials did not arrive on stdin", what, inst.Name)
 	}
-	return s.fail(ClassUploadFailed, nil, "%s on %s failed (exit code %d): %s", what, inst.Name, res.ExitCode, lastLine(res.Stderr))
+	return s.fail(ClassUploadFailed, nil, "%s on %s failed (exit code %d): %s", what, inst.Name, res.ExitCode, s.lastLine(res.Stderr))
 }
 
 // parseSource reads sourceScript's records into path → size, leaving out

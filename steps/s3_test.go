@@ -40,14 +40,25 @@ func TestUploadS3(t *testing.T) {
 		"everything": {
 			want: []string{"empty", "notes/a b.txt", "train/model_epoch_1.pth", "train/scratch.tmp", "train/status.json"},
 		},
-		"excludes and a symlink": {
+		"excludes and symlinks": {
+			// Symlinks are not followed (aws s3 sync --no-follow-symlinks):
+			// a result link to a file outside the results, a host-only file,
+			// must not upload that file; S3 has no links, so a link inside
+			// the results is not uploaded either.
 			with: []any{"exclude", []string{"*.tmp", "notes/*"}},
 			setup: func(t *testing.T, home, _ string) {
 				if err := os.Symlink("model_epoch_1.pth", filepath.Join(home, "res", "train", "latest.pth")); err != nil {
 					t.Fatal(err)
 				}
+				hostOnly := filepath.Join(t.TempDir(), "host-only.txt")
+				if err := os.WriteFile(hostOnly, []byte("host-only-content"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(hostOnly, filepath.Join(home, "res", "train", "leak.txt")); err != nil {
+					t.Fatal(err)
+				}
 			},
-			want: []string{"empty", "train/latest.pth", "train/model_epoch_1.pth", "train/status.json"},
+			want: []string{"empty", "train/model_epoch_1.pth", "train/status.json"},
 		},
 		"stale object at the destination": {
 			setup: func(t *testing.T, _, prefix string) {

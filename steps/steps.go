@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -239,10 +240,23 @@ const transientTries = 4
 
 var transientBackoff = time.Second
 
-// exec runs script on inst with the given stdin (nil is none). A transient
-// transport failure is tried again (see transientTries); a cancelled ctx
-// is returned as its cause.
+// privatePrelude starts every script but the readiness probe: what a
+// script creates on the instance (job directories, logs that hold what the
+// job printed, copies of container logs, temporary files) is the user's
+// alone, and so is ~/.taoflow when an older taoflow made it 0755.
+const privatePrelude = `umask 077
+[ ! -d "$HOME/.taoflow" ] || chmod go= "$HOME/.taoflow" 2>/dev/null
+`
+
+// exec runs script on inst with the given stdin (nil is none), after
+// privatePrelude. A transient transport failure is tried again (see
+// transientTries); a cancelled ctx is returned as its cause.
 func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string, stdin []byte) (platform.Result, error) {
+	if script != probeScript {
+		// The probe stays the two words it is (DESIGN §4): it creates
+		// nothing.
+		script = privatePrelude + script
+	}
 	wait := transientBackoff
 	for try := 1; ; try++ {
 		var in io.Reader
@@ -250,6 +264,7 @@ func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string,
 			in = strings.NewReader(string(stdin))
 		}
 		res, err := s.cfg.Platform.Exec(ctx, inst, script, in)
+		res.Stdout, res.Stderr = dropCutLine(res.Stdout), dropCutLine(res.Stderr)
 		if err != nil && ctx.Err() != nil {
 			return res, context.Cause(ctx)
 		}
@@ -265,6 +280,28 @@ func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string,
 		}
 		wait *= 2
 	}
+}
+
+// truncatedMarker starts output a platform cut to its capture limit
+// (platform.Tail): the marker line, then the last bytes.
+var truncatedMarker = []byte("[taoflow: output truncated")
+
+// dropCutLine removes, from output a platform cut short, the line the cut
+// fell in after the marker: it may begin inside a secret, and the rest of
+// a secret no longer matches the redactor.
+func dropCutLine(b []byte) []byte {
+	if !bytes.HasPrefix(b, truncatedMarker) {
+		return b
+	}
+	m := bytes.IndexByte(b, '\n') + 1
+	if m == 0 {
+		return b
+	}
+	cut := bytes.IndexByte(b[m:], '\n') + 1
+	if cut == 0 {
+		return b[:m]
+	}
+	return append(b[:m:m], b[m+cut:]...)
 }
 
 // redactWriter redacts each write on its own. Steps write the node log in
@@ -301,15 +338,12 @@ func outputLines(b []byte) []string {
 	return lines
 }
 
-// lastLine returns the last non-empty line of b, trimmed, at most 300 bytes:
-// the part of a tool's stderr that says what went wrong.
-func lastLine(b []byte) string {
+// lastLine returns the last non-empty line of b, trimmed, redacted and then
+// clipped to at most 300 bytes: the part of a tool's stderr that says what
+// went wrong.
+func (s *Steps) lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	l := strings.TrimSpace(lines[len(lines)-1])
-	if len(l) > 300 {
-		l = l[:300] + "…"
-	}
-	return l
+	return s.redact.Clip(strings.TrimSpace(lines[len(lines)-1]), 300)
 }
 
 // sleep waits d or until ctx is done, and reports whether d passed.

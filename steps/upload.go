@@ -86,6 +86,9 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	if from == "" || to == "" {
 		return &Error{Class: ClassInvalidConfig, Msg: "upload-s3 needs with.from and with.to"}
 	}
+	if err := confinedPaths(req, "from", "to"); err != nil {
+		return err
+	}
 	verify, set, err := withBool(req.With, "verify")
 	if err != nil {
 		return err
@@ -118,7 +121,7 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	case res.ExitCode == exitNoSource:
 		return s.fail(ClassUploadFailed, nil, "%s on %s is not a directory (did the job write its results there?)", from, inst.Name)
 	case res.ExitCode != 0:
-		return s.fail(ClassUploadFailed, nil, "copying %s on %s to %s: %s", from, inst.Name, dest, lastLine(res.Stderr))
+		return s.fail(ClassUploadFailed, nil, "copying %s on %s to %s: %s", from, inst.Name, dest, s.lastLine(res.Stderr))
 	}
 	src, dst, err := parseCounts(res.Stdout)
 	if err != nil {
@@ -136,29 +139,47 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 		return s.fail(ClassUploadFailed, err, "manifest: %v", err)
 	}
 	body = append(s.redact.RedactBytes(body), '\n')
-	path := shellquote.Quote(filepath.Join(dest, manifestName))
-	res, err = s.exec(ctx, inst, fmt.Sprintf("cat > %[1]s.tmp && mv -f %[1]s.tmp %[1]s", path), body)
+	res, err = s.exec(ctx, inst, manifestWriteScript(dest), body)
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
 	case err != nil:
 		return s.fail(ClassUploadFailed, err, "writing %s: %v", manifestName, err)
 	case res.ExitCode != 0:
-		return s.fail(ClassUploadFailed, nil, "writing %s in %s: %s", manifestName, dest, lastLine(res.Stderr))
+		return s.fail(ClassUploadFailed, nil, "writing %s in %s: %s", manifestName, dest, s.lastLine(res.Stderr))
 	}
 	fmt.Fprintf(req.Log, "uploaded %d files (%d bytes) to %s; wrote %s\n", src[0], src[1], dest, manifestName)
 	return nil
 }
 
+// manifestWriteScript writes stdin to dest's manifest through a temporary file
+// of an unpredictable name (mktemp) in dest, renamed over the manifest: a
+// symlink planted at a fixed name (taoflow-run.json.tmp → a host file) is
+// never written through, and rename replaces a link instead of following it.
+func manifestWriteScript(dest string) string {
+	return fmt.Sprintf(`d=%s
+t=$(mktemp "$d/.%s.XXXXXX") || exit 1
+cat > "$t" && mv -f "$t" "$d"/%s || { rm -f "$t"; exit 1; }
+`, shellquote.Quote(dest), manifestName, manifestName)
+}
+
 // copyScript copies the directory from (on the instance) into dest and
 // prints "@src FILES BYTES" and "@dst FILES BYTES", counting regular files
 // (a manifest at the top of either side is not counted).
+//
+// Symlinks are copied as links, never followed (cp -P): a result link to a
+// file outside the results uploads the link, not the file. A link already
+// in dest where the source has an entry is removed first, since cp writes
+// through a link it copies onto (a link left by an earlier upload, or
+// planted, would let this one write anywhere).
 func copyScript(from, dest string) string {
 	return fmt.Sprintf(`src=%s
 dst=%s
 [ -d "$src" ] || exit %d
 mkdir -p "$dst" || exit %d
-cp -R "$src"/. "$dst"/ || exit %[4]d
+src=$(cd "$src" && pwd -P) || exit %[4]d
+(cd "$dst" && find . -type l -exec sh -c 'for l; do if [ -e "$0/$l" ] || [ -L "$0/$l" ]; then rm -f "$l" || exit 1; fi; done' "$src" {} +) || exit %[4]d
+cp -R -P "$src"/. "$dst"/ || exit %[4]d
 tf_count() {
 	tf_l=$(cd "$1" && find . -type f ! -path ./%s -printf '%%s\n') || return 1
 	printf '%%s\n' "$tf_l" | awk 'NF { n++; b += $1 } END { printf "%%.0f %%.0f\n", n, b }'

@@ -96,3 +96,26 @@ func shellPath(p string) string {
 	}
 	return shellquote.Quote(p)
 }
+
+// confinedPaths checks, at run time, that the path fields keys of req
+// (volumes, results, workdir, from, to) stay under the directory the
+// literal text of the plan names before their first expression: a value
+// substituted then (plan.UnderLiteralPrefix) must not climb out with "..".
+// Validation checks the values it knows already; this catches the rest.
+func confinedPaths(req Request, keys ...string) error {
+	if req.Step == nil || req.Step.With == nil {
+		return nil
+	}
+	for _, key := range keys {
+		raw, rendered := withList(req.Step.With, key), withList(req.With, key)
+		if len(raw) != len(rendered) {
+			continue
+		}
+		for i := range raw {
+			if !plan.UnderLiteralPrefix(raw[i], rendered[i]) {
+				return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q leaves the directory %q names: a substituted value must not climb out of it with \"..\"", key, rendered[i], raw[i])}
+			}
+		}
+	}
+	return nil
+}

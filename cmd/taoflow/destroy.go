@@ -3,10 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,8 +16,16 @@ import (
 	"github.com/taoflow/taoflow/state"
 )
 
+// confirmFlags are the programs and configs a user confirms for destroy
+// and cancel (runner.Confirmed): the state alone never names what they run.
+func confirmFlags(cmd *cobra.Command, c *runner.Confirmed) {
+	cmd.Flags().StringVar(&c.BrevBinary, "brev-binary", "", "the brev program to run (default: brev on PATH); needed when the run's plan named another one")
+	cmd.Flags().StringVar(&c.SSHConfig, "ssh-config", "", "the ssh client config to use; needed when the run's plan named one")
+}
+
 func newDestroyCmd(sio stdio, g *globals) *cobra.Command {
 	var yes, all bool
+	var confirmed runner.Confirmed
 	cmd := &cobra.Command{
 		Use:   "destroy RUN|--all",
 		Short: "Tear down every resource the state says may still exist",
@@ -30,7 +38,11 @@ them are stopped.
 
 It refuses while the run's apply is still alive (use 'taoflow cancel'), and
 asks before deleting unless --yes. Exit status 3 if something could not be
-removed (it is named).`,
+removed (it is named).
+
+It never runs a program or uses an ssh config that only the state names: a
+brev other than the one on PATH, or the plan's ssh_config, must be named
+again with --brev-binary or --ssh-config (exit 2 says which).`,
 		Example: `  taoflow destroy quickstart-1203-041523-a1b2 --yes
   taoflow destroy --all --yes`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -69,15 +81,17 @@ removed (it is named).`,
 					return err
 				}
 			}
-			return destroyRuns(ctx, sio, g, store, runs, yes)
+			return destroyRuns(ctx, sio, g, store, runs, yes, confirmed)
 		},
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "don't ask for confirmation")
 	cmd.Flags().BoolVar(&all, "all", false, "every run in the state")
+	confirmFlags(cmd, &confirmed)
 	return cmd
 }
 
-func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store, runs []state.Run, yes bool) error {
+func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store, runs []state.Run, yes bool, confirmed runner.Confirmed) error {
+	d := runner.Destroyer{Store: store, StateDir: g.stateDir, Log: escapeWriter{sio.out}, CanceledExitCode: exitInterrupted, Confirmed: confirmed}
 	type work struct {
 		run   state.Run
 		alive []state.Resource
@@ -94,6 +108,9 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 		if runner.ApplyAlive(r) {
 			return usageError(fmt.Errorf("run %s is still being applied (pid %d); stop it with: taoflow cancel %s", r.ID, r.PID, r.ID))
 		}
+		if err := d.Check(r.ID, alive); err != nil {
+			return err
+		}
 		todo = append(todo, work{r, alive})
 	}
 	if len(todo) == 0 {
@@ -102,7 +119,7 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 	}
 	for _, w := range todo {
 		for _, res := range w.alive {
-			fmt.Fprintf(sio.out, "%s: %s %s on %s (%s)\n", w.run.ID, res.Kind, res.Name, res.Instance, res.State)
+			fmt.Fprintf(sio.out, "%s: %s %s on %s (%s)\n", w.run.ID, res.Kind, escapeControls(res.Name), escapeControls(res.Instance), res.State)
 		}
 	}
 	if !yes {
@@ -116,7 +133,6 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 			return usageError(fmt.Errorf("nothing destroyed"))
 		}
 	}
-	d := runner.Destroyer{Store: store, StateDir: g.stateDir, Log: sio.out, CanceledExitCode: exitInterrupted}
 	failed := 0
 	for _, w := range todo {
 		failed += d.Destroy(ctx, w.run, w.alive)
@@ -130,6 +146,7 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 
 func newCancelCmd(sio stdio, g *globals) *cobra.Command {
 	var wait time.Duration
+	var confirmed runner.Confirmed
 	cmd := &cobra.Command{
 		Use:   "cancel RUN",
 		Short: "Stop a run, whether or not its apply process is alive",
@@ -151,15 +168,21 @@ tears down what the state records, like 'taoflow destroy RUN --yes'.`,
 			}
 			defer store.Close()
 			if !runner.ApplyAlive(r) {
-				return destroyRuns(ctx, sio, g, store, []state.Run{r}, true)
+				return destroyRuns(ctx, sio, g, store, []state.Run{r}, true, confirmed)
 			}
-			if err := syscall.Kill(r.PID, syscall.SIGINT); err != nil {
+			// The apply is the process the run recorded (its start time
+			// and command line, not only its pid), and only it is
+			// signalled.
+			if err := runner.InterruptApply(r); err != nil {
+				if errors.Is(err, runner.ErrNotOwner) {
+					return destroyRuns(ctx, sio, g, store, []state.Run{r}, true, confirmed)
+				}
 				return fmt.Errorf("signalling apply (pid %d): %w", r.PID, err)
 			}
 			fmt.Fprintf(sio.out, "interrupted apply (pid %d); waiting for its teardown\n", r.PID)
 			deadline := time.Now().Add(wait)
 			for time.Now().Before(deadline) {
-				if syscall.Kill(r.PID, 0) != nil {
+				if !runner.OwnerAlive(r) {
 					r, _ = store.Run(ctx, r.ID)
 					fmt.Fprintf(sio.out, "run %s: %s\n", r.ID, r.State)
 					return nil
@@ -170,5 +193,6 @@ tears down what the state records, like 'taoflow destroy RUN --yes'.`,
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Minute, "how long to wait for the run's teardown")
+	confirmFlags(cmd, &confirmed)
 	return cmd
 }

@@ -62,7 +62,7 @@ func exitCode(err error, stderr io.Writer) int {
 		}
 		return ee.code
 	}
-	if refused := (*runner.RefusedError)(nil); errors.As(err, &refused) {
+	if refused := (*runner.RefusedError)(nil); errors.As(err, &refused) || errors.Is(err, state.ErrUnsafe) {
 		fmt.Fprintf(stderr, "taoflow: %v\n", err)
 		return exitUsage
 	}

@@ -59,9 +59,9 @@ each line is prefixed with its node. -f follows the log until the nodes
 					return err
 				}
 			}
-			lp := &logPrinter{w: sio.out, many: many, nodes: map[string]state.Node{}}
+			lp := &logPrinter{w: escapeWriter{sio.out}, many: many, nodes: map[string]state.Node{}}
 			if asJSON {
-				lp.enc = json.NewEncoder(sio.out)
+				lp.w, lp.enc = sio.out, json.NewEncoder(sio.out)
 			}
 			var ids []string
 			for _, n := range nodes {

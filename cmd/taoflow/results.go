@@ -98,7 +98,7 @@ error (exit 1), naming the files.`,
 				fmt.Fprintf(sio.out, "run %s launched no jobs\n", run.ID)
 				return nil
 			}
-			return writeResults(sio.out, t)
+			return writeResults(escapeWriter{sio.out}, t)
 		},
 	}
 	cmd.Flags().StringVar(&f.sort, "sort", "", "sort by `METRIC`, best first")
@@ -262,7 +262,7 @@ func printResults(ctx context.Context, w io.Writer, a *runner.Apply) {
 		return
 	}
 	fmt.Fprintln(w)
-	_ = writeResults(w, t)
+	_ = writeResults(escapeWriter{w}, t)
 }
 
 // download brings a run's uploaded results back and says how each went.
@@ -278,14 +278,14 @@ func download(ctx context.Context, sio stdio, store *state.Store, run string, ce
 	for _, d := range ds {
 		if d.Err != nil {
 			failed++
-			fmt.Fprintf(sio.err, "taoflow: %s from %s: %v\n", d.Node, d.From, d.Err)
+			fmt.Fprintf(escapeWriter{sio.err}, "taoflow: %s from %s: %v\n", d.Node, d.From, d.Err)
 			continue
 		}
 		how := "sha256 of every file checked"
 		if d.Checked == "size" {
 			how = "file count and bytes checked (the manifest has no checksums)"
 		}
-		fmt.Fprintf(sio.out, "%s: %d files (%d bytes) from %s in %s; %s\n", d.Node, d.Files, d.Bytes, d.From, d.To, how)
+		fmt.Fprintf(escapeWriter{sio.out}, "%s: %d files (%d bytes) from %s in %s; %s\n", d.Node, d.Files, d.Bytes, d.From, d.To, how)
 	}
 	if err != nil {
 		return err

@@ -222,7 +222,7 @@ func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool,
 		fmt.Fprintln(w, "no runs")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(escapeWriter{w}, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE\tNAME\tTAGS")
 	for _, r := range runs {
 		alive, _ := store.Alive(ctx, r.ID)
@@ -276,6 +276,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 		return writeJSON(w, j)
 	}
 	gone := runner.ApplyGone(r)
+	w = escapeWriter{w}
 	fmt.Fprintf(w, "run %s (plan %s, %s)\n", r.ID, r.Name, r.PlanFile)
 	resources, err := store.Resources(ctx, r.ID)
 	if err != nil {

@@ -59,7 +59,7 @@ func (v *humanView) Close() {
 // Outcome says what failed and why (the last lines of its log and the
 // command that shows the rest), what may remain, and the verdict.
 func (v *humanView) Outcome(o runner.Outcome) {
-	w := v.errOut
+	w := escapeWriter{v.errOut}
 	for _, k := range o.Kept {
 		fmt.Fprintf(w, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, o.RunID)
 	}
@@ -163,7 +163,7 @@ func (v *plainView) Event(e engine.Event) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	fmt.Fprintf(v.w, "%s %s\n", e.Time.Format("15:04:05"), line)
+	fmt.Fprintf(v.w, "%s %s\n", e.Time.Format("15:04:05"), escapeText(line))
 }
 
 // describe renders an event as one human line ("" to leave it out).
@@ -278,7 +278,7 @@ func (v *liveView) Event(e engine.Event) {
 			row.last = e.Message
 		}
 	case engine.InstanceFailed, engine.InstanceLeft, engine.InstanceReleased:
-		v.notes = append(v.notes, describe(e))
+		v.notes = append(v.notes, escapeControls(describe(e)))
 	default:
 	}
 }
@@ -339,7 +339,7 @@ func (v *liveView) draw() {
 			}
 			el = elapsed(end.Sub(r.start))
 		}
-		line := fmt.Sprintf("%-36s %-12s %-10s %7s  %s", clipText(r.node, 36), clipText(r.instance, 12), r.state, el, r.last)
+		line := fmt.Sprintf("%-36s %-12s %-10s %7s  %s", clipText(escapeControls(r.node), 36), clipText(escapeControls(r.instance), 12), r.state, el, escapeControls(r.last))
 		out = append(out, clipText(line, cols-1))
 	}
 	var summary []string
@@ -352,7 +352,7 @@ func (v *liveView) draw() {
 	if len(v.iorder) > 0 {
 		var insts []string
 		for _, name := range v.iorder {
-			insts = append(insts, name+": "+v.insts[name])
+			insts = append(insts, escapeControls(name+": "+v.insts[name]))
 		}
 		out = append(out, clipText("instances — "+strings.Join(insts, " · "), cols-1))
 	}
