@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // RecordMetrics is the Request.Record key under which a wait records the
@@ -120,6 +121,9 @@ func (s *Steps) recordMetrics(ctx context.Context, req Request, ws []*watched) {
 	if req.Record == nil || ctx.Err() != nil {
 		return
 	}
+	// Bounded: the metrics are a record, never a reason to hold the run.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	all := map[string]Metrics{}
 	for _, w := range ws {
 		if w.job.Results == "" {
