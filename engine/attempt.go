@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/taoflow/taoflow/plan"
 )
 
 func (x *execution) finalContext() context.Context {
@@ -108,7 +110,7 @@ func causeText(err error) string {
 // at most 32 times base.
 func backoff(base time.Duration, attempt int) time.Duration {
 	if base <= 0 {
-		base = 10 * time.Second
+		base = plan.DefaultBackoff
 	}
 	return base << min(attempt-1, 5)
 }

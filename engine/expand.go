@@ -149,6 +149,40 @@ func (g *Graph) add(n *Node) {
 // Node returns the node with the given id, or nil.
 func (g *Graph) Node(id string) *Node { return g.byID[id] }
 
+// Upstream resolves node n's dependencies for the instance it runs on,
+// with placed telling where each node ran (or runs). It is the one rule
+// for the run (engine) and the plan preview, which knows no placement yet:
+// there a cell's instance is "", and the nodes that hang on where it lands
+// (DepInstance) are left out.
+func (g *Graph) Upstream(n *Node, instance string, placed func(*Node) string) []Upstream {
+	var out []Upstream
+	add := func(t *Node) { out = append(out, Upstream{Node: t, Instance: placed(t)}) }
+	for _, d := range n.Needs {
+		switch d.Kind {
+		case DepNode:
+			add(g.byID[d.Node])
+		case DepPlaced:
+			for _, t := range g.StepNodes(d.Step) {
+				if placed(t) == instance {
+					add(t)
+				}
+			}
+		case DepInstance:
+			if instance == "" {
+				continue
+			}
+			if t := g.byID[d.Step+"@"+instance]; t != nil {
+				add(t)
+				continue
+			}
+			for _, t := range g.StepNodes(d.Step) {
+				add(t)
+			}
+		}
+	}
+	return out
+}
+
 // StepNodes returns the nodes of a step in order.
 func (g *Graph) StepNodes(step string) []*Node { return g.byStep[step] }
 

@@ -38,7 +38,8 @@ type instRun struct {
 	uploadFailed, forceDelete bool
 	// waiters are delete steps waiting for the release to end.
 	waiters       []chan error
-	releaseErrMsg string // "" released as asked, "stopped" kept on failed upload, else why the release failed
+	releaseErrMsg string         // why the release failed ("" if it did not)
+	outcome       ReleaseOutcome // of the release, once released
 }
 
 // acquired reports whether nodes could start on the instance: it was
@@ -129,15 +130,16 @@ func (x *execution) startRelease(in *instRun) {
 		ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(x.stepsCtx), x.cfg.FinallyTimeout,
 			fmt.Errorf("releasing %s took longer than %s", in.name, x.cfg.FinallyTimeout))
 		defer cancel()
-		return releaseResult{inst: in.name, mode: mode, err: x.release(ctx, in.name, mode)}
+		outcome, err := x.release(ctx, in.name, mode)
+		return releaseResult{inst: in.name, outcome: outcome, err: err}
 	}, func(p *panics.Recovered) message {
-		return releaseResult{inst: in.name, mode: mode, err: fmt.Errorf("panic while releasing %s: %s", in.name, p)}
+		return releaseResult{inst: in.name, err: fmt.Errorf("panic while releasing %s: %s", in.name, p)}
 	})
 }
 
-func (x *execution) release(ctx context.Context, name string, mode ReleaseMode) error {
+func (x *execution) release(ctx context.Context, name string, mode ReleaseMode) (ReleaseOutcome, error) {
 	if x.cfg.Instances == nil {
-		return nil
+		return ReleaseDeleted, nil
 	}
 	return x.cfg.Instances.Release(ctx, name, mode)
 }
@@ -147,16 +149,12 @@ func (x *execution) release(ctx context.Context, name string, mode ReleaseMode) 
 func (x *execution) releaseEnded(m releaseResult) {
 	x.wakeSlots("")
 	in := x.insts[m.inst]
-	in.phase = instReleased
-	switch {
-	case m.err != nil:
+	in.phase, in.outcome = instReleased, m.outcome
+	if m.err != nil {
 		in.releaseErrMsg = m.err.Error()
 		x.emit(Event{Type: InstanceLeft, Instance: m.inst, Message: m.err.Error()})
-	case m.mode == ReleaseStop:
-		in.releaseErrMsg = "stopped"
-		x.emit(Event{Type: InstanceReleased, Instance: m.inst, Message: "stopped instead of deleted: a results upload on it failed (its disk is kept)"})
-	default:
-		x.emit(Event{Type: InstanceReleased, Instance: m.inst, Message: "deleted"})
+	} else {
+		x.emit(Event{Type: InstanceReleased, Instance: m.inst, Message: releasedMessage(m.outcome)})
 	}
 	for _, w := range in.waiters {
 		w <- in.releaseError()
@@ -167,8 +165,23 @@ func (x *execution) releaseEnded(m releaseResult) {
 // releaseError is what a delete step waiting for the release gets: nil
 // when the instance went as asked (or was stopped to keep its results).
 func (in *instRun) releaseError() error {
-	if in.releaseErrMsg == "" || in.releaseErrMsg == "stopped" {
+	if in.releaseErrMsg == "" {
 		return nil
 	}
 	return errors.New(in.releaseErrMsg)
+}
+
+// releasedMessage is what the InstanceReleased event says of outcome.
+func releasedMessage(o ReleaseOutcome) string {
+	switch o {
+	case ReleaseDeleted:
+		return "deleted"
+	case ReleaseStopped:
+		return "stopped instead of deleted: a results upload on it failed (its disk is kept)"
+	case ReleaseKept:
+		return "kept (keep: true)"
+	case ReleaseLeftAlone:
+		return "left as it is (not created by this run)"
+	}
+	return "deleted"
 }

@@ -67,11 +67,45 @@ func (m ReleaseMode) String() string {
 	return "delete"
 }
 
+// ReleaseOutcome says what became of an instance that was released.
+type ReleaseOutcome int
+
+// Release outcomes.
+const (
+	// ReleaseDeleted: the run created it, and it is deleted (or was found
+	// gone).
+	ReleaseDeleted ReleaseOutcome = iota
+	// ReleaseStopped: the run created it and stopped it instead of
+	// deleting it (its disk holds results whose upload failed). It still
+	// exists, and bills for its disk.
+	ReleaseStopped
+	// ReleaseKept: the run created it and the plan says keep: true.
+	ReleaseKept
+	// ReleaseLeftAlone: the run did not create it (an ssh host, an
+	// existing instance); only the run's jobs on it were stopped.
+	ReleaseLeftAlone
+)
+
+func (o ReleaseOutcome) String() string {
+	switch o {
+	case ReleaseDeleted:
+		return "deleted"
+	case ReleaseStopped:
+		return "stopped"
+	case ReleaseKept:
+		return "kept"
+	case ReleaseLeftAlone:
+		return "left alone"
+	}
+	return "deleted"
+}
+
 // Instances provides and releases the run's instances. Release must be
-// idempotent; an error means the instance may still exist.
+// idempotent; it says what became of the instance, and an error means the
+// instance may still exist although it was not meant to.
 type Instances interface {
 	Acquire(ctx context.Context, name string) error
-	Release(ctx context.Context, name string, mode ReleaseMode) error
+	Release(ctx context.Context, name string, mode ReleaseMode) (ReleaseOutcome, error)
 }
 
 // Config of a run.
@@ -96,8 +130,11 @@ type Summary struct {
 	Placement map[string]string // node → instance it ran on
 	// Interrupted is set when the caller's context was cancelled.
 	Interrupted bool
-	// Stopped lists instances stopped instead of deleted (failed upload).
+	// Stopped lists instances stopped instead of deleted (failed upload):
+	// they still exist and were not meant to.
 	Stopped []string
+	// Kept lists instances kept by keep: true.
+	Kept []string
 	// Left lists instances whose release failed or was refused: they may
 	// still exist (and bill).
 	Left []string
@@ -146,9 +183,9 @@ type acquireResult struct {
 
 // releaseResult: an instance's Release returned (its worker is done).
 type releaseResult struct {
-	inst string
-	mode ReleaseMode
-	err  error
+	inst    string
+	outcome ReleaseOutcome
+	err     error
 }
 
 // releaseRequest: a running node (a delete step) asks for its instance to
@@ -379,10 +416,13 @@ func (x *execution) summary() Summary {
 	for _, name := range x.g.Plan.InstanceNames() {
 		in := x.insts[name]
 		switch {
-		case in.releaseErrMsg == "stopped":
-			s.Stopped = append(s.Stopped, name)
 		case in.releaseErrMsg != "":
 			s.Left = append(s.Left, name)
+		case in.phase != instReleased:
+		case in.outcome == ReleaseStopped:
+			s.Stopped = append(s.Stopped, name)
+		case in.outcome == ReleaseKept:
+			s.Kept = append(s.Kept, name)
 		}
 	}
 	return s

@@ -73,12 +73,16 @@ func (f *fake) Acquire(ctx context.Context, name string) error {
 	return nil
 }
 
-func (f *fake) Release(ctx context.Context, name string, mode engine.ReleaseMode) error {
+func (f *fake) Release(ctx context.Context, name string, mode engine.ReleaseMode) (engine.ReleaseOutcome, error) {
 	f.record("release " + name + " " + mode.String())
-	if f.release != nil {
-		return f.release(name, mode)
+	outcome := engine.ReleaseDeleted
+	if mode == engine.ReleaseStop {
+		outcome = engine.ReleaseStopped
 	}
-	return nil
+	if f.release != nil {
+		return outcome, f.release(name, mode)
+	}
+	return outcome, nil
 }
 
 func (f *fake) Event(e engine.Event) {

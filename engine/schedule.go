@@ -437,27 +437,5 @@ func (x *execution) start(nr *nodeRun) {
 
 // upstream resolves a node's dependencies for the instance it runs on.
 func (x *execution) upstream(nr *nodeRun) []Upstream {
-	var out []Upstream
-	add := func(t *nodeRun) { out = append(out, Upstream{Node: t.n, Instance: t.instance}) }
-	for _, d := range nr.n.Needs {
-		switch d.Kind {
-		case DepNode:
-			add(x.byID[d.Node])
-		case DepPlaced:
-			for _, t := range x.g.StepNodes(d.Step) {
-				if tr := x.byID[t.ID]; tr.instance == nr.instance {
-					add(tr)
-				}
-			}
-		case DepInstance:
-			if t := x.byID[d.Step+"@"+nr.instance]; t != nil {
-				add(t)
-				continue
-			}
-			for _, t := range x.g.StepNodes(d.Step) {
-				add(x.byID[t.ID])
-			}
-		}
-	}
-	return out
+	return x.g.Upstream(nr.n, nr.instance, func(t *Node) string { return x.byID[t.ID].instance })
 }

@@ -25,7 +25,7 @@ func build(file string, root *Value) *Plan {
 	if v := root.Get("vars"); v != nil {
 		for _, f := range v.Fields {
 			if f.Value.Kind == Scalar {
-				p.Vars = append(p.Vars, Var{Name: f.Key, Value: f.Value.Text, Pos: f.KeyPos})
+				p.Vars = append(p.Vars, Var{Name: f.Key, Value: f.Value.Text, Pos: f.KeyPos, From: "vars: line " + strconv.Itoa(f.KeyPos.Line)})
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func buildInstance(f Field) *Instance {
 }
 
 func buildStep(v *Value, final bool) *Step {
-	s := &Step{Pos: v.Pos, Finally: final, Retries: 0, Backoff: 10 * time.Second}
+	s := &Step{Pos: v.Pos, Finally: final, Retries: 0, Backoff: DefaultBackoff}
 	if f := v.Field("id"); f != nil && f.Value.Kind == Scalar {
 		s.ID, s.IDPos = f.Value.Text, f.Value.Pos
 	} else {

@@ -91,7 +91,7 @@ func (c *checker) instances() {
 				c.d.errorf(in.Pos, "instance %q: brev instances need create: {type: …} (made and deleted by this run) or existing: NAME (reused, never deleted)", in.Name)
 			}
 		}
-		if in.Keep && !in.Create {
+		if in.Keep && !in.RunCreates(kind) {
 			c.d.warnf(in.Pos, "instance %q: keep: only matters for instances this run creates", in.Name)
 		}
 	}

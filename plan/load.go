@@ -14,6 +14,17 @@ type Options struct {
 	// Vars override the plan's vars (from --var NAME=VALUE). Naming a var
 	// the plan doesn't declare is an error.
 	Vars map[string]string
+	// Sources say where each of Vars was set (--var-file lines); a var
+	// without one came from --var NAME=VALUE.
+	Sources map[string]VarSource
+	// Strict makes every warning an error (--strict).
+	Strict bool
+}
+
+// VarSource is where an overriding var value was set.
+type VarSource struct {
+	Pos  Pos    // the file and line of a --var-file entry
+	From string // "--var-file vars.yaml line 3"
 }
 
 // Load reads and checks the plan file at path. The plan is returned even
@@ -46,20 +57,32 @@ func Parse(file string, data []byte, opts Options) (*Plan, Diagnostics) {
 		sum := sha256.Sum256(data)
 		p.Hash = hex.EncodeToString(sum[:])
 		check(p, d)
-		overrideVars(p, opts.Vars, d)
+		overrideVars(p, opts, d)
+		checkValues(p, d)
+		if !d.list.HasErrors() {
+			lint(p, d) // advice for a plan that is otherwise right
+		}
+	}
+	if opts.Strict {
+		strict(d)
 	}
 	return p, d.list.Sort()
 }
 
 // overrideVars applies --var values. Unknown names are errors placed on the
 // command line, not in the file.
-func overrideVars(p *Plan, vars map[string]string, d *diags) {
+func overrideVars(p *Plan, opts Options, d *diags) {
+	vars := opts.Vars
 	names := make([]string, 0, len(vars))
 	for k := range vars {
 		names = append(names, k)
 	}
 	slices.Sort(names)
 	for _, k := range names {
+		src, ok := opts.Sources[k]
+		if !ok {
+			src = VarSource{Pos: Pos{File: "--var " + k}, From: "--var " + k + "=" + clip(vars[k])}
+		}
 		i := slices.IndexFunc(p.Vars, func(v Var) bool { return v.Name == k })
 		if i < 0 {
 			var known []string
@@ -70,10 +93,15 @@ func overrideVars(p *Plan, vars map[string]string, d *diags) {
 			if len(known) > 0 {
 				hint = " (it declares: " + strings.Join(known, ", ") + ")"
 			}
-			d.errorf(Pos{File: "--var " + k}, "%s declares no var %q%s", p.File, k, hint)
+			d.errorf(src.Pos, "%s declares no var %q%s", p.File, k, hint)
+			continue
+		}
+		if vars[k] == "" && p.Vars[i].Value != "" {
+			d.errorf(src.Pos, "%s sets var %q to an empty value; its default is %q (%s): give a value, or leave it out to keep the default", src.From, k, clip(p.Vars[i].Value), p.Vars[i].From)
 			continue
 		}
 		p.Vars[i].Value = vars[k]
+		p.Vars[i].From = src.From
 	}
 }
 
@@ -88,4 +116,40 @@ func ParseVarFlags(flags []string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// ReadVarFiles reads --var-file files, each a YAML mapping of var names to
+// scalar values, in order: a later file wins. Problems are diagnostics at
+// their line.
+func ReadVarFiles(paths []string) (map[string]string, map[string]VarSource, Diagnostics) {
+	vars, sources := map[string]string{}, map[string]VarSource{}
+	d := &diags{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			msg := err.Error()
+			if os.IsNotExist(err) {
+				msg = "no such file"
+			}
+			d.errorf(Pos{File: path}, "cannot read the var file: %s", msg)
+			continue
+		}
+		root := parseTree(path, data, d)
+		if root == nil {
+			continue
+		}
+		if root.Kind != Map {
+			d.errorf(root.Pos, "a var file is a mapping of var names to values, such as poll: 30s")
+			continue
+		}
+		for _, f := range root.Fields {
+			if f.Value.Kind != Scalar && f.Value.Kind != Null {
+				d.errorf(f.Value.Pos, "var %q: a var's value is a string or a number, not %s", clip(f.Key), kindWord(f.Value))
+				continue
+			}
+			vars[f.Key] = f.Value.Text
+			sources[f.Key] = VarSource{Pos: f.KeyPos, From: fmt.Sprintf("--var-file %s line %d", path, f.KeyPos.Line)}
+		}
+	}
+	return vars, sources, d.list.Sort()
 }

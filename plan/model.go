@@ -49,11 +49,15 @@ type Name struct {
 	Pos  Pos
 }
 
-// Var is a plain parameter of the plan; --var NAME=VALUE overrides it.
+// Var is a plain parameter of the plan; --var NAME=VALUE and --var-file
+// override it.
 type Var struct {
 	Name  string
 	Value string
 	Pos   Pos // the key
+	// From says where Value was set, for messages: "vars: line 24",
+	// "--var poll=30", "--var-file sweep.vars.yaml line 3".
+	From string
 }
 
 // Platform says where the plan's instances are.
@@ -79,6 +83,10 @@ type Instance struct {
 	Slots      int
 	Keep       bool
 }
+
+// DefaultBackoff is the wait before a step's first retry when retries:
+// gives no backoff (the schema documents it as its default).
+const DefaultBackoff = 10 * time.Second
 
 // Step is one entry of `steps` or `finally`.
 type Step struct {
@@ -144,6 +152,15 @@ func (m *Matrix) Cells() int {
 		n *= len(a.Values)
 	}
 	return n
+}
+
+// RunCreates reports whether a run on platform kind creates the instance,
+// and so records it, may bill for it and deletes it at teardown unless it
+// has keep: true. Local sandboxes and brev create: are the run's; ssh hosts
+// and brev existing: are used as they are and never deleted. The checker's
+// keep: warning and the runner's Acquire both ask here.
+func (in *Instance) RunCreates(kind string) bool {
+	return kind == PlatformLocal || in.Create
 }
 
 // Instance returns the instance named name, or nil.
@@ -255,4 +272,19 @@ func (p *Plan) MatrixRoot(s *Step) *Step {
 		s = next
 	}
 	return nil
+}
+
+// Billed returns the instances this plan creates on a platform that bills
+// for them from creation (brev), in file order: what apply asks about.
+func (p *Plan) Billed() []*Instance {
+	if p.Platform.Kind != PlatformBrev {
+		return nil
+	}
+	var out []*Instance
+	for _, in := range p.Instances {
+		if in.Create {
+			out = append(out, in)
+		}
+	}
+	return out
 }

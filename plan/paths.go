@@ -68,11 +68,9 @@ func UnderLiteralPrefix(raw, rendered string) bool {
 	}
 	// The directory the literal names: up to its last slash ("out/run-"
 	// names out/), or all of it when the reference starts a segment.
-	dir := prefix
+	dir := ""
 	if j := strings.LastIndexByte(prefix, '/'); j >= 0 {
 		dir = prefix[:j+1]
-	} else {
-		dir = ""
 	}
 	if !strings.HasPrefix(rendered, dir) {
 		return false

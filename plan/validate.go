@@ -38,11 +38,19 @@ func validateSchema(root *Value, d *diags) {
 type schemaMapper struct {
 	root *Value
 	d    *diags
+	base string // JSON pointer of root in the plan, for messages ("" for the plan)
 }
 
 // walk reports the leaves of a validation error tree. For oneOf/anyOf it
 // reports the alternative that got furthest instead of every alternative.
 func (m *schemaMapper) walk(ve *jsonschema.ValidationError) {
+	if g := matrixListRE.FindStringSubmatch(ve.InstanceLocation); g != nil {
+		// GitHub Actions' matrix include/exclude: one message at the key,
+		// not a type error per entry.
+		_, kp, _ := m.root.Lookup(g[1])
+		m.d.errorf(kp, "matrix %s: is not supported (it is GitHub Actions'): a matrix here is every combination of its keys' values; for an irregular sweep, split it into several steps (each with its own matrix), or make the odd values a key of their own", g[2])
+		return
+	}
 	kw := lastToken(ve.KeywordLocation)
 	if (kw == "oneOf" || kw == "anyOf") && len(ve.Causes) > 0 {
 		m.alternatives(ve)
@@ -84,18 +92,49 @@ func (m *schemaMapper) alternatives(ve *jsonschema.ValidationError) {
 	for _, t := range dedup(types) {
 		words = append(words, yamlType(t))
 	}
-	m.d.errorf(val.Pos, "%s: expected %s, got %s", subject(ve.InstanceLocation), strings.Join(words, " or "), kindWord(val))
+	m.d.errorf(val.Pos, "%s: expected %s, got %s", subject(m.base+ve.InstanceLocation), strings.Join(words, " or "), kindWord(val))
 }
 
 var (
 	typeRE   = regexp.MustCompile(`^expected (.+), but got (\w+)$`)
 	quotedRE = regexp.MustCompile(`'((?:[^'\\]|\\.)*)'`)
 	indexRE  = regexp.MustCompile(`index (\d+) and (\d+)`)
+	// matrixListRE matches a value under a matrix's include or exclude key.
+	matrixListRE = regexp.MustCompile(`^(/(?:steps|finally)/\d+/matrix/(include|exclude))(?:/.*)?$`)
+	stepRE       = regexp.MustCompile(`^/(?:steps|finally)/\d+$`)
 )
+
+// habit returns the advice for a key that comes from another tool (GitHub
+// Actions, mostly) at the mapping at ptr, or "".
+func (m *schemaMapper) habit(ptr, name string) string {
+	step := stepRE.MatchString(ptr)
+	switch {
+	case step && name == "run":
+		return "run: is GitHub Actions' shell step; here write uses: run and put the command under with: {command: …}, with a wait step that needs it"
+	case name == "runs-on" && step:
+		return "the instances a step runs on are its on: [NAME, …] (default: every instance)"
+	case name == "runs-on":
+		return "instances are declared under instances:, and each step says where it runs with on: [NAME, …]"
+	case step && (name == "depends_on" || name == "depends-on" || name == "dependsOn" || name == "requires"):
+		return "the steps a step waits for are its needs: [STEP, …]"
+	case step && name == "if":
+		return "conditions are not supported: a step runs when the steps in its needs succeeded; continue_on_error: true lets its dependents run after it fails, and steps under finally: always run"
+	case step && (name == "timeout-minutes" || name == "timeout_minutes" || name == "timeoutMinutes"):
+		v, _, _ := m.root.Lookup(ptr + "/" + escapePointer(name))
+		n := "60"
+		if v != nil && v.Kind == Scalar && v.Tag == "!!int" {
+			n = v.Text
+		}
+		return "write the limit as a duration: timeout: " + n + "m"
+	case step && name == "env":
+		return "a step has no env: list the secrets a run or upload-s3 step needs under with.env (their values come from taoflow's environment), and write plain values into the command (or make them vars:)"
+	}
+	return ""
+}
 
 func (m *schemaMapper) leaf(ve *jsonschema.ValidationError, kw string) {
 	val, keyPos, _ := m.root.Lookup(ve.InstanceLocation)
-	subj := subject(ve.InstanceLocation)
+	subj := subject(m.base + ve.InstanceLocation)
 	frag := schemaFragment(parentLocation(ve.AbsoluteKeywordLocation))
 	if strings.Contains(ve.KeywordLocation, "/propertyNames/") || strings.HasSuffix(ve.KeywordLocation, "/propertyNames") {
 		m.d.errorf(keyPos, "invalid name %q: %s", clip(lastToken(ve.InstanceLocation)), describeConstraint(kw, frag))
@@ -118,6 +157,9 @@ func (m *schemaMapper) leaf(ve *jsonschema.ValidationError, kw string) {
 		m.d.errorf(val.Pos, "%s: expected %s, got %s", subj, want, kindWord(val))
 	case "required":
 		for _, name := range quoted(ve.Message) {
+			if name == "uses" && val.Get("run") != nil && stepRE.MatchString(ve.InstanceLocation) {
+				continue // the run: key is the root cause, and is reported with the fix
+			}
 			m.d.errorf(keyPos, "%s is missing the required key %q", subjectOr(ve.InstanceLocation, "the plan"), name)
 		}
 	case "additionalProperties":
@@ -133,6 +175,9 @@ func (m *schemaMapper) leaf(ve *jsonschema.ValidationError, kw string) {
 					hint = fmt.Sprintf(" (did you mean %q?)", a)
 					break
 				}
+			}
+			if h := m.habit(m.base+ve.InstanceLocation, name); h != "" {
+				hint = ": " + h
 			}
 			m.d.errorf(kp, "unknown key %q in %s%s", clip(name), where(ve.InstanceLocation, m.root), hint)
 		}

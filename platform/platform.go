@@ -96,6 +96,15 @@ type Lister interface {
 	List(ctx context.Context) ([]Instance, error)
 }
 
+// Finder is a Platform that can tell, without reaching an instance,
+// whether it is there to run commands on: Find returns nil when it may be,
+// an error wrapping ErrNotFound when it is gone or being deleted, and one
+// wrapping ErrStopped when it is stopped (or stopping). Any other error
+// means it cannot tell.
+type Finder interface {
+	Find(ctx context.Context, inst Instance) error
+}
+
 // Closer is a Platform that holds resources (connections, control masters)
 // to release when the run ends.
 type Closer interface {
@@ -104,6 +113,9 @@ type Closer interface {
 
 // ErrNotFound reports a call on an instance that does not exist (any more).
 var ErrNotFound = errors.New("instance not found")
+
+// ErrStopped reports an instance that is stopped: nothing runs on it.
+var ErrStopped = errors.New("instance stopped")
 
 // ExecError is a transport failure: the command could not be started or its
 // instance could not be reached, so there is no exit code. It never carries

@@ -10,6 +10,7 @@ import (
 	"github.com/taoflow/taoflow/internal/provenance"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/ssh"
 	"github.com/taoflow/taoflow/secret"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
@@ -147,7 +148,10 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	cwd, _ := os.Getwd()
 	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record})
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
+	a.insts.notify = a.progress.send
 	if cfg.Resume != nil {
+		// What ssh left of the run's dead apply: its control directory.
+		ssh.Sweep(a.ID)
 		a.Done = cfg.Resume.done()
 		cfg.Resume.restore(a.steps, a.insts)
 	}
@@ -177,7 +181,9 @@ func Verdict(s engine.Summary) (runState, message string) {
 	counts := fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d canceled, %d timed out",
 		s.Count(engine.Succeeded), s.Count(engine.Failed), s.Count(engine.Skipped), s.Count(engine.Canceled), s.Count(engine.TimedOut))
 	switch {
-	case len(s.Left) > 0:
+	case len(s.Left) > 0 || len(s.Stopped) > 0:
+		// A stopped instance still exists (and bills for its disk): it
+		// needs a decision, as one whose delete failed does.
 		return state.RunTeardownIncomplete, "teardown incomplete (" + counts + ")"
 	case s.Interrupted:
 		return state.RunInterrupted, "interrupted; teardown completed (" + counts + ")"

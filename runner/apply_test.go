@@ -24,6 +24,10 @@ func TestVerdict(t *testing.T) {
 			"failed; teardown completed (1 succeeded, 1 failed, 1 skipped, 0 canceled, 0 timed out)"},
 		{"interrupted", engine.Summary{States: bad, Interrupted: true}, state.RunInterrupted,
 			"interrupted; teardown completed (1 succeeded, 1 failed, 1 skipped, 0 canceled, 0 timed out)"},
+		{"stopped instead of deleted", engine.Summary{States: bad, Stopped: []string{"gpu"}}, state.RunTeardownIncomplete,
+			"teardown incomplete (1 succeeded, 1 failed, 1 skipped, 0 canceled, 0 timed out)"},
+		{"kept", engine.Summary{States: ok, Kept: []string{"gpu"}}, state.RunSucceeded,
+			"succeeded (2 succeeded, 0 failed, 0 skipped, 0 canceled, 0 timed out)"},
 		{"something left", engine.Summary{States: ok, Interrupted: true, Left: []string{"gpu"}}, state.RunTeardownIncomplete,
 			"teardown incomplete (2 succeeded, 0 failed, 0 skipped, 0 canceled, 0 timed out)"},
 	} {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev"
+	"github.com/taoflow/taoflow/platform/ssh"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -122,14 +124,31 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		st := steps.New(steps.Config{Platform: pf, RunID: r.ID})
-		if inst.Ref != "" {
+		created := false
+		for _, res := range resources {
+			created = created || res.Kind == state.KindInstance
+		}
+		// An instance the platform no longer lists (or is deleting) is
+		// gone, jobs and all; on a stopped one nothing runs. Neither is
+		// reached for.
+		var where error
+		if f, ok := pf.(platform.Finder); ok && inst.Ref != "" {
+			if err := f.Find(cctx, inst); errors.Is(err, platform.ErrNotFound) || errors.Is(err, platform.ErrStopped) {
+				where = err
+			}
+		}
+		gone := errors.Is(where, platform.ErrNotFound)
+		if inst.Ref != "" && where == nil {
 			if err := st.Cleanup(cctx, inst); err != nil {
 				fmt.Fprintf(d.Log, "%s: stopping jobs on %s: %v\n", r.ID, name, err)
+				if created {
+					fmt.Fprintf(d.Log, "%s: %s is deleted all the same (deleting it stops them)\n", r.ID, name)
+				}
 			}
 		}
 		for _, res := range resources {
 			var err error
-			if res.Kind == state.KindInstance {
+			if res.Kind == state.KindInstance && !gone {
 				if del, ok := pf.(platform.Deleter); ok {
 					err = del.Delete(cctx, inst)
 				}
@@ -141,6 +160,10 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 				continue
 			}
 			_ = d.Store.MarkDeleted(ctx, res.ID)
+			if gone {
+				fmt.Fprintf(d.Log, "%s: %s %s: removed (already gone: %v)\n", r.ID, res.Kind, res.Name, where)
+				continue
+			}
 			fmt.Fprintf(d.Log, "%s: %s %s: removed\n", r.ID, res.Kind, res.Name)
 		}
 		cancel()
@@ -148,6 +171,8 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 			_ = c.Close()
 		}
 	}
+	// What ssh left of the run's dead apply: its empty control directory.
+	ssh.Sweep(r.ID)
 	if failed == 0 && (r.State == state.RunRunning || r.State == state.RunTeardownIncomplete) {
 		_ = d.Store.UpdateRun(ctx, r.ID, state.RunUpdate{State: state.RunCanceled, EndedAt: time.Now(), ExitCode: d.CanceledExitCode, Message: "torn down by taoflow destroy"})
 	}

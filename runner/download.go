@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -55,7 +56,7 @@ func DownloadResults(ctx context.Context, store *state.Store, runID string, cell
 	found := map[string]bool{}
 	for _, n := range nodes {
 		from := n.Facts[factUploadURL]
-		if from == "" || n.State != state.NodeSucceeded {
+		if from == "" || n.State != string(engine.Succeeded) {
 			continue
 		}
 		if len(cells) > 0 && !slices.Contains(cells, n.Cell) {

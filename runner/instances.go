@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -31,6 +32,12 @@ type instances struct {
 	live map[string]platform.Instance
 	ids  map[string]int64
 	kept []string // "name (ref)" of instances kept by keep: true
+	// notify, when set, tells the view about an instance (a job stop that
+	// failed, an instance found gone).
+	notify func(instance, msg string)
+	// deleteStep marks the instances whose delete step runs now: it stops
+	// the jobs itself before it asks for the release.
+	deleteStep map[string]bool
 	// prior holds, when resuming, the instances an earlier attempt of the
 	// run created that may still exist, by name.
 	prior map[string]state.Resource
@@ -59,7 +66,7 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	}
 	spec := platform.Spec{Name: name, Type: pi.CreateType, Existing: pi.Existing, Host: pi.Host}
 	creator, canCreate := in.platform.(platform.Creator)
-	owned := canCreate && (in.platform.Kind() == plan.PlatformLocal || pi.Create)
+	owned := canCreate && pi.RunCreates(in.platform.Kind())
 	if !owned {
 		inst := platform.Instance{Name: name, Ref: pi.Host}
 		if canCreate && pi.Existing != "" {
@@ -153,23 +160,32 @@ func (in *instances) exists(ctx context.Context, res state.Resource) bool {
 	return false
 }
 
-// Release stops the run's jobs on the instance, then deletes (or stops) it
-// when the run created it. An error means it may still exist.
-func (in *instances) Release(ctx context.Context, name string, mode engine.ReleaseMode) error {
+// Release stops the run's jobs on the instance (when any were launched
+// and it is there to reach), then deletes (or stops) it when the run
+// created it, and says what became of it. An instance the run created is
+// deleted even when its jobs could not be stopped (deleting it stops
+// them); one that the platform no longer lists, or is deleting, counts as
+// gone. An error means something the run made may still exist and was not
+// meant to: the instance, or jobs on an instance it did not create.
+func (in *instances) Release(ctx context.Context, name string, mode engine.ReleaseMode) (engine.ReleaseOutcome, error) {
 	inst, ok := in.get(name)
 	in.mu.Lock()
 	id, owned := in.ids[name]
 	in.mu.Unlock()
-	if ok {
-		if err := in.steps.Cleanup(ctx, inst); err != nil {
-			return fmt.Errorf("stopping this run's jobs on %s: %w", name, err)
-		}
-		if err := in.markJobsGone(ctx, name); err != nil {
-			return err
-		}
-	}
+	pi := in.plan.Instance(name)
+	keep := pi != nil && pi.Keep && ok
 	if !owned {
-		return nil
+		if !ok {
+			return engine.ReleaseLeftAlone, nil
+		}
+		if where := in.find(ctx, inst); where != nil {
+			// Gone or stopped: no job of the run runs there any more.
+			return engine.ReleaseLeftAlone, in.markJobsGone(ctx, name)
+		}
+		if err := in.stopJobs(ctx, name, inst, false); err != nil {
+			return engine.ReleaseLeftAlone, err
+		}
+		return engine.ReleaseLeftAlone, nil
 	}
 	if !ok {
 		// Creation failed or was interrupted: delete whatever may exist under the name.
@@ -178,14 +194,40 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 			inst.Ref = r.Data["ref"]
 		}
 	}
-	if pi := in.plan.Instance(name); pi != nil && pi.Keep && ok {
+	// Is it still there? One the platform no longer lists is gone, jobs
+	// and all, whoever removed it.
+	where := in.find(ctx, inst)
+	if errors.Is(where, platform.ErrNotFound) {
+		in.note(name, "no longer exists ("+where.Error()+"); nothing to stop or delete")
+		if err := in.markJobsGone(ctx, name); err != nil {
+			return engine.ReleaseDeleted, err
+		}
+		return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)
+	}
+	var jobsErr error
+	in.mu.Lock()
+	stepTried := in.deleteStep[name]
+	in.mu.Unlock()
+	switch {
+	case !ok || errors.Is(where, platform.ErrStopped):
+		// Nothing runs on a stopped instance.
+	case stepTried && !keep && mode == engine.ReleaseDelete:
+		// The delete step that asks for this release has just tried to
+		// stop the jobs (and logged how it went); deleting stops them.
+	default:
+		jobsErr = in.stopJobs(ctx, name, inst, !keep)
+	}
+	if keep {
 		// keep: true — the user asked for it to outlive the run. It stays
-		// recorded (not deleted), so `taoflow destroy RUN` can still remove it
+		// recorded (as kept), so `taoflow destroy RUN` can still remove it
 		// and `taoflow reap` leaves it alone.
 		in.mu.Lock()
 		in.kept = append(in.kept, fmt.Sprintf("%s (%s)", name, inst.Ref))
 		in.mu.Unlock()
-		return in.store.MarkFailed(ctx, id, fmt.Sprintf("kept (keep: true): %s stays and bills until taoflow destroy %s", inst.Ref, in.run))
+		if err := in.store.MarkKept(ctx, id, fmt.Sprintf("kept (keep: true): %s stays and bills until taoflow destroy %s", inst.Ref, in.run)); err != nil {
+			return engine.ReleaseKept, err
+		}
+		return engine.ReleaseKept, jobsErr
 	}
 	var err error
 	switch mode {
@@ -195,21 +237,83 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 			err = fmt.Errorf("a results upload on %s failed, so it was not deleted, and %s instances can't be stopped; it is left as it is (%s)", name, in.platform.Kind(), inst.Ref)
 			break
 		}
+		if errors.Is(where, platform.ErrStopped) {
+			return engine.ReleaseStopped, in.store.MarkStopped(ctx, id, "stopped (found stopped): a results upload on it failed; its disk is kept")
+		}
 		err = stopper.Stop(ctx, inst)
 		if err == nil {
-			return in.store.MarkFailed(ctx, id, "stopped: a results upload on it failed; its disk is kept")
+			return engine.ReleaseStopped, in.store.MarkStopped(ctx, id, "stopped: a results upload on it failed; its disk is kept")
+		}
+		if errors.Is(err, platform.ErrNotFound) {
+			return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)
 		}
 	default:
 		deleter, canDelete := in.platform.(platform.Deleter)
 		if !canDelete {
-			return nil
+			return engine.ReleaseDeleted, nil
 		}
 		if err = deleter.Delete(ctx, inst); err == nil {
-			return in.store.MarkDeleted(ctx, id)
+			// Its jobs went with it.
+			_ = in.markJobsGone(ctx, name)
+			return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)
 		}
 	}
 	_ = in.store.MarkFailed(context.WithoutCancel(ctx), id, err.Error())
-	return err
+	return engine.ReleaseDeleted, err
+}
+
+// find asks the platform whether inst is there (platform.Finder); nil when
+// it cannot tell.
+func (in *instances) find(ctx context.Context, inst platform.Instance) error {
+	f, ok := in.platform.(platform.Finder)
+	if !ok || inst.Ref == "" {
+		return nil
+	}
+	err := f.Find(ctx, inst)
+	if errors.Is(err, platform.ErrNotFound) || errors.Is(err, platform.ErrStopped) {
+		return err
+	}
+	return nil
+}
+
+// stopJobs stops the run's jobs on instance name, when any were launched
+// there. deleting says the instance is deleted next (which stops them):
+// then a failure is only reported.
+func (in *instances) stopJobs(ctx context.Context, name string, inst platform.Instance, deleting bool) error {
+	if !in.jobsLaunched(ctx, name) {
+		return nil
+	}
+	if err := in.steps.Cleanup(ctx, inst); err != nil {
+		err = fmt.Errorf("stopping this run's jobs on %s: %w", name, err)
+		if deleting {
+			in.note(name, fmt.Sprintf("could not stop its jobs (%v); deleting it stops them", err))
+		}
+		return err
+	}
+	return in.markJobsGone(ctx, name)
+}
+
+// jobsLaunched reports whether a job of the run may still run on
+// instance name: one recorded and not yet known to be gone. When the state
+// cannot say, it assumes one may.
+func (in *instances) jobsLaunched(ctx context.Context, name string) bool {
+	alive, err := in.store.Alive(ctx, in.run)
+	if err != nil {
+		return true
+	}
+	for _, r := range alive {
+		if r.Kind == state.KindJob && r.Instance == name {
+			return true
+		}
+	}
+	return false
+}
+
+// note tells the view about an instance, if anyone listens.
+func (in *instances) note(name, msg string) {
+	if in.notify != nil {
+		in.notify(name, msg)
+	}
 }
 
 // markJobsGone records that the run's jobs on an instance were stopped.
@@ -245,9 +349,23 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		return fmt.Errorf("instance %s is not available", t.Instance)
 	}
 	n := t.Node
-	req := steps.Request{
-		NodeID: n.ID, Step: n.Step, Instance: inst, With: t.With, JobID: n.JobID,
-		Attempt: t.Attempt, Log: t.Log, Progress: t.Progress, Release: t.Release,
+	req := StepRequest(e.g, e.run, n, inst, t.With, t.Upstream)
+	req.Attempt, req.Log, req.Progress, req.Release = t.Attempt, t.Log, t.Progress, t.Release
+	if n.Step.Uses == plan.KindDelete {
+		// No job to stop where none was launched, nor on an instance that
+		// is gone or stopped (Release deletes it all the same).
+		req.NoJobs = !e.insts.jobsLaunched(ctx, t.Instance) || e.insts.find(ctx, inst) != nil
+		e.insts.mu.Lock()
+		if e.insts.deleteStep == nil {
+			e.insts.deleteStep = map[string]bool{}
+		}
+		e.insts.deleteStep[t.Instance] = true
+		e.insts.mu.Unlock()
+		defer func() {
+			e.insts.mu.Lock()
+			delete(e.insts.deleteStep, t.Instance)
+			e.insts.mu.Unlock()
+		}()
 	}
 	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {
 		req.Facts = prior.Facts
@@ -256,27 +374,6 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		if err := e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, key, value); err != nil && t.Log != nil {
 			fmt.Fprintf(t.Log, "could not record the %s in the state: %v\n", key, err)
 		}
-	}
-	if n.Cell != nil {
-		c := &steps.Cell{ID: n.Cell.ID, Index: n.Cell.Index}
-		for _, v := range n.Cell.Values {
-			c.Values = append(c.Values, steps.KV{Key: v.Key, Value: v.Value})
-		}
-		req.Cell = c
-	}
-	for _, up := range t.Upstream {
-		if up.Node.Step.Uses != plan.KindRun {
-			continue
-		}
-		w := e.g.With(up.Node, engine.Scope{RunID: e.run, Instance: up.Instance})
-		job := steps.Job{ID: up.Node.JobID}
-		if v := w.Get("results"); v != nil {
-			job.Results = v.Text
-		}
-		if v := w.Get("image"); v != nil {
-			job.Image = v.Text
-		}
-		req.Jobs = append(req.Jobs, job)
 	}
 	if n.Step.Uses == plan.KindRun {
 		data := PlatformData(e.insts.plan)

@@ -16,6 +16,7 @@ import (
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/platform/local"
+	"github.com/taoflow/taoflow/platform/ssh"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -63,6 +64,15 @@ type Reaper struct {
 	Spared []string
 	// Problems are the places Reap could not look.
 	Problems []error
+	// NotMine are tf-* brev instances that no state or live run accounts
+	// for, but that Ledger does not say this user's taoflow created here:
+	// a teammate's (an API key lists the whole org; instances shared with
+	// the user are listed too), or this user's from another machine. Reap
+	// never deletes them.
+	NotMine []Orphan
+	// Ledger is the file that says which brev instances this user's
+	// taoflow created on this machine (brev.LedgerFile).
+	Ledger string
 
 	bv      *brev.Brev
 	hosts   []*dockerHost
@@ -82,6 +92,8 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 	}
 	liveHere := LiveNames()
 	r := &Reaper{}
+	// The ssh control directories dead runs left, long untouched.
+	ssh.Sweep("")
 
 	// Brev instances named by taoflow.
 	if bin := cfg.BrevBinary; cfg.Only != ReapContainers && (bin != "" || haveProgram("brev")) {
@@ -93,6 +105,12 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 		if err != nil {
 			r.Problems = append(r.Problems, fmt.Errorf("listing brev instances: %w", err))
 		}
+		ledger := r.bv.Ledger()
+		mine, err := brev.Recorded(ledger)
+		if err != nil {
+			r.Problems = append(r.Problems, fmt.Errorf("reading the record of the brev instances taoflow created here (%s): %w", ledger, err))
+		}
+		r.Ledger = ledger
 		for _, in := range insts {
 			if !strings.HasPrefix(in.Ref, brev.Prefix) {
 				continue
@@ -103,6 +121,12 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 			}
 			if run, ok := liveHere[in.Ref]; ok {
 				r.Spared = append(r.Spared, fmt.Sprintf("brev instance %s belongs to run %s, whose apply is running on this machine; not reaped", in.Ref, run))
+				continue
+			}
+			if !mine[in.Ref] {
+				// An API key lists the whole org, and a user also sees what
+				// is shared with them: a tf- name may be a teammate's run.
+				r.NotMine = append(r.NotMine, Orphan{Kind: "brev instance", Name: in.Ref, Detail: strings.TrimSpace(in.Attrs["status"] + " " + in.Attrs["type"])})
 				continue
 			}
 			r.Found = append(r.Found, Orphan{Kind: "brev instance", Name: in.Ref, Detail: strings.TrimSpace(in.Attrs["status"] + " " + in.Attrs["type"])})

@@ -38,7 +38,7 @@ func newRecorder(ctx context.Context, run string, g *engine.Graph, store *state.
 				continue
 			}
 		}
-		sn := &state.Node{RunID: run, ID: n.ID, Step: n.Step.ID, Instance: n.Instance, Finally: n.Finally, State: state.NodePending}
+		sn := &state.Node{RunID: run, ID: n.ID, Step: n.Step.ID, Instance: n.Instance, Finally: n.Finally, State: string(engine.Pending)}
 		if n.Cell != nil {
 			sn.Cell = n.Cell.ID
 		}
@@ -108,7 +108,7 @@ func (r *recorder) write(e engine.Event) {
 	case engine.NodePlaced:
 		n.Instance = e.Instance
 	case engine.NodeStarted:
-		n.State, n.Attempts, n.Instance = state.NodeRunning, e.Attempt, e.Instance
+		n.State, n.Attempts, n.Instance = string(engine.Running), e.Attempt, e.Instance
 		if n.StartedAt.IsZero() {
 			n.StartedAt = e.Time
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -46,8 +47,8 @@ type ResultTable struct {
 
 // stateRank orders node states for a row's state, worst first.
 var stateRank = map[string]int{
-	state.NodeFailed: 0, state.NodeTimedOut: 1, state.NodeCanceled: 2, state.NodeSkipped: 3,
-	state.NodeRunning: 4, state.NodePending: 5, state.NodeSucceeded: 6,
+	string(engine.Failed): 0, string(engine.TimedOut): 1, string(engine.Canceled): 2, string(engine.Skipped): 3,
+	string(engine.Running): 4, string(engine.Pending): 5, string(engine.Succeeded): 6,
 }
 
 // Results builds the results table of run from the state: one row per
@@ -102,12 +103,12 @@ func Results(ctx context.Context, store *state.Store, runID string) (ResultTable
 			if o.EndedAt.After(end) {
 				end = o.EndedAt
 			}
-			if to := o.Facts[factUploadedTo]; to != "" && o.State == state.NodeSucceeded {
+			if to := o.Facts[factUploadedTo]; to != "" && o.State == string(engine.Succeeded) {
 				row.Results = append(row.Results, to)
 			}
 		}
 		if !start.IsZero() {
-			if end.IsZero() || row.State == state.NodeRunning {
+			if end.IsZero() || row.State == string(engine.Running) {
 				end = time.Now()
 			}
 			row.Duration = end.Sub(start).Round(time.Second)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -112,7 +113,7 @@ func (r *Resumed) CheckVars(flags map[string]string) error {
 func (r *Resumed) done() map[string]string {
 	d := map[string]string{}
 	for _, n := range r.nodes {
-		if n.State == state.NodeSucceeded {
+		if engine.NodeState(n.State) == engine.Succeeded {
 			d[n.ID] = n.Instance
 		}
 	}
@@ -132,7 +133,7 @@ func (r *Resumed) claim(ctx context.Context, store *state.Store, host string) er
 // created that may still exist (used again instead of created anew).
 func (r *Resumed) restore(st *steps.Steps, insts *instances) {
 	for _, n := range r.nodes {
-		if n.State == state.NodeSucceeded && n.Facts[steps.RecordDigest] != "" {
+		if engine.NodeState(n.State) == engine.Succeeded && n.Facts[steps.RecordDigest] != "" {
 			st.RememberDigest(n.Instance, n.Facts[steps.RecordImage], n.Facts[steps.RecordDigest])
 		}
 	}

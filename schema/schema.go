@@ -71,3 +71,33 @@ var stepKinds = sync.OnceValue(func() []string {
 	}
 	return doc.Defs.Step.Properties.Uses.Enum
 })
+
+var (
+	defsMu  sync.Mutex
+	defsMap = map[string]*jsonschema.Schema{}
+)
+
+// CompileDef returns the compiled schema of one definition of the plan
+// schema, such as "with-run" (the settings of a run step), to check a value
+// on its own: taoflow checks each with: value again after its ${{ }}
+// expressions are substituted. The result is cached and safe for concurrent
+// use.
+func CompileDef(name string) (*jsonschema.Schema, error) {
+	defsMu.Lock()
+	defer defsMu.Unlock()
+	if s, ok := defsMap[name]; ok {
+		return s, nil
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = false
+	if err := c.AddResource(URL, bytes.NewReader(JSON)); err != nil {
+		return nil, fmt.Errorf("schema: load %s: %w", URL, err)
+	}
+	s, err := c.Compile(URL + "#/$defs/" + name)
+	if err != nil {
+		return nil, fmt.Errorf("schema: compile %s: %w", name, err)
+	}
+	defsMap[name] = s
+	return s, nil
+}

@@ -17,7 +17,7 @@ func BenchmarkPutNode(b *testing.B) {
 		ids[i] = fmt.Sprintf("train[lr=0.%d]@gpu%d", i, i%8)
 	}
 	for i := 0; b.Loop(); i++ {
-		n := Node{RunID: "r1", ID: ids[i%len(ids)], Step: "train", State: NodeRunning, Attempts: 1,
+		n := Node{RunID: "r1", ID: ids[i%len(ids)], Step: "train", State: "running", Attempts: 1,
 			Progress: fmt.Sprintf("epoch %d/10", i%10)}
 		if err := s.PutNode(ctx, n); err != nil {
 			b.Fatal(err)

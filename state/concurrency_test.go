@@ -69,7 +69,7 @@ func TestWriterAndReader(t *testing.T) {
 			defer wg.Done()
 			for i := range perWriter {
 				node := fmt.Sprintf("n%d-%d", g, i%5)
-				err := w.PutNode(ctx, Node{RunID: "r1", ID: node, State: NodeRunning, Attempts: i})
+				err := w.PutNode(ctx, Node{RunID: "r1", ID: node, State: "running", Attempts: i})
 				if err == nil {
 					_, err = w.AppendEvent(ctx, Event{RunID: "r1", Type: "progress", Node: node})
 				}

@@ -10,17 +10,6 @@ import (
 	"time"
 )
 
-// Node states. The store keeps State as a plain string and does not check it.
-const (
-	NodePending   = "pending"
-	NodeRunning   = "running"
-	NodeSucceeded = "succeeded"
-	NodeFailed    = "failed"
-	NodeSkipped   = "skipped"
-	NodeCanceled  = "canceled"
-	NodeTimedOut  = "timed-out"
-)
-
 // Node is the recorded state of one node of a run's graph.
 type Node struct {
 	RunID     string    `json:"run_id"`
@@ -29,7 +18,7 @@ type Node struct {
 	Instance  string    `json:"instance,omitempty"`
 	Cell      string    `json:"cell,omitempty"`    // the matrix cell, if any
 	Finally   bool      `json:"finally,omitempty"` // a finalizer
-	State     string    `json:"state"`             // one of the Node* constants
+	State     string    `json:"state"`             // an engine.NodeState, kept as a plain string and not checked
 	Attempts  int       `json:"attempts"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`

@@ -96,16 +96,16 @@ func TestNodes(t *testing.T) {
 	mustCreateRun(t, s, "r2")
 
 	a := Node{RunID: "r1", ID: "train[lr=0.1]@gpu0", Step: "train", Instance: "gpu0", Cell: "lr=0.1",
-		State: NodeRunning, Attempts: 1, StartedAt: at(1), Progress: "epoch 3/10 loss 0.21 eta 4m"}
-	b := Node{RunID: "r1", ID: "cleanup", Step: "cleanup", Finally: true, State: NodePending}
-	c := Node{RunID: "r2", ID: "train[lr=0.1]@gpu0", State: NodeSucceeded, ExitCode: ptr(0)}
+		State: "running", Attempts: 1, StartedAt: at(1), Progress: "epoch 3/10 loss 0.21 eta 4m"}
+	b := Node{RunID: "r1", ID: "cleanup", Step: "cleanup", Finally: true, State: "pending"}
+	c := Node{RunID: "r2", ID: "train[lr=0.1]@gpu0", State: "succeeded", ExitCode: ptr(0)}
 	for _, n := range []Node{a, b, c} {
 		if err := s.PutNode(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Upsert a: it keeps its place and Seq.
-	a.State, a.Attempts, a.EndedAt, a.ExitCode, a.Message, a.Progress = NodeFailed, 2, at(5), ptr(137), "killed", ""
+	a.State, a.Attempts, a.EndedAt, a.ExitCode, a.Message, a.Progress = "failed", 2, at(5), ptr(137), "killed", ""
 	a.Seq = 999 // ignored
 	if err := s.PutNode(ctx, a); err != nil {
 		t.Fatal(err)
@@ -346,7 +346,7 @@ func TestNodeFacts(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	mustCreateRun(t, s, "r1")
-	n := Node{RunID: "r1", ID: "pull@gpu0", Step: "pull", Instance: "gpu0", State: NodeRunning}
+	n := Node{RunID: "r1", ID: "pull@gpu0", Step: "pull", Instance: "gpu0", State: "running"}
 	if err := s.PutNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func TestNodeFacts(t *testing.T) {
 		}
 	}
 	// A later PutNode (the node ends) keeps the facts.
-	n.State = NodeSucceeded
+	n.State = "succeeded"
 	if err := s.PutNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,11 @@ const (
 	ResourceCreated      = "created"
 	ResourceDeleted      = "deleted"
 	ResourceDeleteFailed = "delete-failed"
+	// ResourceStopped: an instance stopped instead of deleted (a results
+	// upload on it failed); it still exists.
+	ResourceStopped = "stopped"
+	// ResourceKept: an instance kept by keep: true; it still exists.
+	ResourceKept = "kept"
 )
 
 // Resource is something a run creates outside taoflow and must remove: an
@@ -96,6 +101,18 @@ func (s *Store) mark(ctx context.Context, op string, id int64, st *sql.Stmt, arg
 		return fmt.Errorf("state: %s: %w", op, err)
 	}
 	return nil
+}
+
+// MarkStopped records that instance id was stopped instead of deleted,
+// with why; it may still be removed (destroy).
+func (s *Store) MarkStopped(ctx context.Context, id int64, msg string) error {
+	return s.mark(ctx, "mark stopped", id, s.st.markState, ResourceStopped, s.now().UnixNano(), s.r(msg), id)
+}
+
+// MarkKept records that instance id was kept on purpose (keep: true), with
+// why; it may still be removed (destroy).
+func (s *Store) MarkKept(ctx context.Context, id int64, msg string) error {
+	return s.mark(ctx, "mark kept", id, s.st.markState, ResourceKept, s.now().UnixNano(), s.r(msg), id)
 }
 
 // Resource returns resource id, or an error wrapping ErrNotFound.

@@ -125,12 +125,12 @@ func migrate(ctx context.Context, db *sql.DB) (err error) {
 
 // stmts are the store's prepared statements.
 type stmts struct {
-	createRun, updateRun, setRunOwner, run, runs, latestRun *sql.Stmt
-	putNode, node, nodes, setNodeFact                       *sql.Stmt
-	recordIntent, resourceID, markCreated, markDeleted      *sql.Stmt
-	markFailed, resource, resources, alive, aliveAll        *sql.Stmt
-	appendEvent, events, indexLog, logNodes                 *sql.Stmt
-	all                                                     []*sql.Stmt
+	createRun, updateRun, setRunOwner, run, runs, latestRun     *sql.Stmt
+	putNode, node, nodes, setNodeFact                           *sql.Stmt
+	recordIntent, resourceID, markCreated, markDeleted          *sql.Stmt
+	markFailed, markState, resource, resources, alive, aliveAll *sql.Stmt
+	appendEvent, events, indexLog, logNodes                     *sql.Stmt
+	all                                                         []*sql.Stmt
 }
 
 const (
@@ -138,7 +138,7 @@ const (
 	nodeCols     = `run_id, id, step, instance, cell, finally, state, attempts, started_at, ended_at, exit_code, message, progress, facts, seq`
 	resourceCols = `id, run_id, kind, name, instance, platform, state, data, created_at, updated_at, message`
 	eventCols    = `seq, run_id, time, type, node, message, data`
-	aliveStates  = `('intent', 'created', 'delete-failed')`
+	aliveStates  = `('intent', 'created', 'delete-failed', 'stopped', 'kept')`
 )
 
 func (s *Store) prepare() error {
@@ -177,6 +177,7 @@ func (s *Store) prepare() error {
 		{&s.st.markCreated, `UPDATE resources SET state = 'created', data = json_patch(data, ?), updated_at = ?, message = '' WHERE id = ?`},
 		{&s.st.markDeleted, `UPDATE resources SET state = 'deleted', updated_at = ?, message = '' WHERE id = ?`},
 		{&s.st.markFailed, `UPDATE resources SET state = 'delete-failed', updated_at = ?, message = ? WHERE id = ?`},
+		{&s.st.markState, `UPDATE resources SET state = ?, updated_at = ?, message = ? WHERE id = ?`},
 		{&s.st.resource, `SELECT ` + resourceCols + ` FROM resources WHERE id = ?`},
 		{&s.st.resources, `SELECT ` + resourceCols + ` FROM resources WHERE run_id = ? ORDER BY id`},
 		{&s.st.alive, `SELECT ` + resourceCols + ` FROM resources WHERE run_id = ? AND state IN ` + aliveStates + ` ORDER BY id`},

@@ -56,8 +56,14 @@ func (s *Steps) delete(ctx context.Context, req Request) error {
 		return err
 	}
 	inst := req.Instance
-	fmt.Fprintf(req.Log, "stopping this run's jobs on %s\n", inst.Name)
-	lines, cerr := s.cleanup(ctx, inst)
+	var lines []string
+	var cerr error
+	if req.NoJobs {
+		fmt.Fprintf(req.Log, "no job of this run can be running on %s: none to stop\n", inst.Name)
+	} else {
+		fmt.Fprintf(req.Log, "stopping this run's jobs on %s\n", inst.Name)
+		lines, cerr = s.cleanup(ctx, inst)
+	}
 	for _, l := range lines {
 		fmt.Fprintln(req.Log, l)
 	}

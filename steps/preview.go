@@ -74,7 +74,7 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 	case plan.KindUploadS3:
 		return s.previewUpload(req)
 	case plan.KindDelete:
-		cmds := []Command{{What: "stop this run's host processes", Script: s.process.(*process).cleanupScript(plan.JobPrefix(s.cfg.RunID), s.cfg.RunID, !s.keepJobDirs(req.Instance))}}
+		cmds := []Command{{What: "stop this run's host processes", Script: s.process.(*process).cleanupScript(plan.JobPrefix(s.cfg.RunID), s.cfg.RunID, req.Instance.Name, !s.keepJobDirs(req.Instance))}}
 		if s.cfg.Plan == nil || s.cfg.Plan.RunsContainers() {
 			cmds = append(cmds, Command{What: "remove this run's containers", Script: s.docker.(*docker).cleanupScript(req.Instance.Name, !s.keepJobDirs(req.Instance))})
 		}
@@ -183,7 +183,7 @@ func (s *Steps) previewUpload(req Request) ([]Command, error) {
 			s.withSecrets("sync", syncScript(from, dest, excludes), names),
 			{What: "list the source", Script: sourceScript(from)},
 			s.withSecrets("list the destination (verify count and bytes)", listScript(dest), names),
-			s.withSecrets("write "+manifestName, putScript(dest), names),
+			s.withSecrets("write "+manifestName, putScript(dest, []byte("<the run's manifest, JSON>")), names),
 		}, nil
 	}
 	if !strings.HasPrefix(to, "file://") {

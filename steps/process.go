@@ -162,6 +162,9 @@ if ! mkdir "$d" 2>/dev/null; then
 fi
 `, exitJobDir)
 	fmt.Fprintf(&b, "printf %%s %s > \"$d/run\" || exit %d\n", shellquote.Quote(p.s.cfg.RunID), exitJobDir)
+	// The plan instance it runs for: two plan instances can be one machine
+	// (two ssh aliases of one box), and cleanup stops only its own.
+	fmt.Fprintf(&b, "printf %%s %s > \"$d/instance\" || exit %d\n", shellquote.Quote(spec.Instance), exitJobDir)
 	fmt.Fprintf(&b, "printf '%%s\\n' %s > \"$d/cmd.sh\" || exit %d\n", shellquote.Quote(spec.Command), exitJobDir)
 	fmt.Fprintf(&b, "cd %s 2>/dev/null || { echo %s >&2; rm -rf \"$d\"; exit %d; }\n",
 		workdir, shellquote.Quote("working directory "+workdirName(spec.Workdir)+" does not exist on the instance"), exitWorkdir)
@@ -354,21 +357,23 @@ func (p *process) cancel(ctx context.Context, inst platform.Instance, ids []stri
 }
 
 // cleanupScript stops every job of run whose directory name starts with
-// prefix (and whose run file, where it has one, names run); with remove,
-// it then removes their job directories (the logs in them hold whatever
-// the jobs printed, secrets included).
-func (p *process) cleanupScript(prefix, run string, remove bool) string {
+// prefix (and whose run file, where it has one, names run, and whose
+// instance file, where it has one, names instance: two plan instances can
+// be one machine); with remove, it then removes their job directories (the
+// logs in them hold whatever the jobs printed, secrets included).
+func (p *process) cleanupScript(prefix, run, instance string, remove bool) string {
 	var b strings.Builder
 	b.WriteString(p.funcs())
 	fmt.Fprintf(&b, `tf_dirs=
 for d in "$HOME"/%s/%s*; do
 	[ -d "$d" ] || continue
 	if [ -f "$d/run" ] && [ "$(cat "$d/run")" != %s ]; then continue; fi
+	if [ -f "$d/instance" ] && [ "$(cat "$d/instance")" != %s ]; then continue; fi
 	tf_term "$d"
 	tf_dirs="$tf_dirs $(basename "$d")"
 done
 tf_reap
-`, shellquote.Quote(jobsDir), shellquote.Quote(prefix), shellquote.Quote(run))
+`, shellquote.Quote(jobsDir), shellquote.Quote(prefix), shellquote.Quote(run), shellquote.Quote(instance))
 	if remove {
 		// Job ids are [a-zA-Z0-9_.-] words (plan.JobID), so the list
 		// splits as it was built.
@@ -378,7 +383,7 @@ tf_reap
 }
 
 func (p *process) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
-	return p.stop(ctx, inst, p.cleanupScript(plan.JobPrefix(p.s.cfg.RunID), p.s.cfg.RunID, !p.s.keepJobDirs(inst)))
+	return p.stop(ctx, inst, p.cleanupScript(plan.JobPrefix(p.s.cfg.RunID), p.s.cfg.RunID, inst.Name, !p.s.keepJobDirs(inst)))
 }
 
 func (p *process) stop(ctx context.Context, inst platform.Instance, script string) ([]string, error) {

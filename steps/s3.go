@@ -89,10 +89,11 @@ func listScript(dest s3Dest) string {
 	return awsPrelude + fmt.Sprintf("aws s3api list-objects-v2 --bucket %s%s --output json%s\n", shellquote.Quote(dest.Bucket), prefix, dest.Opts)
 }
 
-// putScript writes the rest of stdin (after the secrets the prelude read)
-// to dest's manifest.
-func putScript(dest s3Dest) string {
-	return awsPrelude + fmt.Sprintf("aws s3 cp - %s --content-type application/json --only-show-errors%s\n", shellquote.Quote(dest.URL()+manifestName), dest.Opts)
+// putScript writes body, carried in the script itself (stdin is for
+// secrets only: brev exec has none), to dest's manifest.
+func putScript(dest s3Dest, body []byte) string {
+	return awsPrelude + fmt.Sprintf("printf '%%s' %s | aws s3 cp - %s --content-type application/json --only-show-errors%s\n",
+		shellquote.Quote(string(body)), shellquote.Quote(dest.URL()+manifestName), dest.Opts)
 }
 
 // s3Target reads the S3 destination of an upload-s3 step: the bucket and
@@ -184,7 +185,7 @@ func (s *Steps) uploadS3(ctx context.Context, req Request, from, to string, veri
 		return s.fail(ClassUploadFailed, err, "manifest: %v", err)
 	}
 	body = append(s.redact.RedactBytes(body), '\n')
-	res, err = s.exec(ctx, inst, prelude+putScript(dest), append(secrets, body...))
+	res, err = s.exec(ctx, inst, prelude+putScript(dest, body), secrets)
 	if err := s.awsFailed(ctx, inst, "writing "+manifestName+" with aws s3 cp", from, res, err); err != nil {
 		return err
 	}

@@ -141,6 +141,10 @@ type Request struct {
 	Progress func(string)
 	// Release releases the instance; a delete step ends with it.
 	Release func(ctx context.Context, force bool) error
+	// NoJobs says no job of the run can be running on the instance (none
+	// was launched, or the instance is gone or stopped): a delete step
+	// then has none to stop, and does not try to reach the instance.
+	NoJobs bool
 	// Record, when set, is given facts the step learned that belong in
 	// the run state: pull records RecordImage and RecordDigest, wait
 	// RecordLogOffsets.

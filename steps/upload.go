@@ -139,7 +139,9 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 		return s.fail(ClassUploadFailed, err, "manifest: %v", err)
 	}
 	body = append(s.redact.RedactBytes(body), '\n')
-	res, err = s.exec(ctx, inst, manifestWriteScript(dest), body)
+	// The manifest travels inside the script, not on stdin: stdin is for
+	// secrets only (brev exec has none).
+	res, err = s.exec(ctx, inst, manifestWriteScript(dest, body), nil)
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
@@ -152,15 +154,16 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	return nil
 }
 
-// manifestWriteScript writes stdin to dest's manifest through a temporary file
+// manifestWriteScript writes body (carried in the script: stdin is for
+// secrets only) to dest's manifest through a temporary file
 // of an unpredictable name (mktemp) in dest, renamed over the manifest: a
 // symlink planted at a fixed name (taoflow-run.json.tmp → a host file) is
 // never written through, and rename replaces a link instead of following it.
-func manifestWriteScript(dest string) string {
+func manifestWriteScript(dest string, body []byte) string {
 	return fmt.Sprintf(`d=%s
 t=$(mktemp "$d/.%s.XXXXXX") || exit 1
-cat > "$t" && mv -f "$t" "$d"/%s || { rm -f "$t"; exit 1; }
-`, shellquote.Quote(dest), manifestName, manifestName)
+printf '%%s' %s > "$t" && mv -f "$t" "$d"/%s || { rm -f "$t"; exit 1; }
+`, shellquote.Quote(dest), manifestName, shellquote.Quote(string(body)), manifestName)
 }
 
 // copyScript copies the directory from (on the instance) into dest and

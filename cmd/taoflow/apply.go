@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ import (
 )
 
 type applyFlags struct {
-	vars     []string
+	vars     varFlags
 	parallel int
 	output   string
 	finally  time.Duration
@@ -29,6 +30,7 @@ type applyFlags struct {
 	name     string
 	tags     []string
 	clean    bool
+	yes      bool // create billed instances without asking
 }
 
 func newApplyCmd(sio stdio, g *globals) *cobra.Command {
@@ -100,11 +102,12 @@ the names and the command that removes them are printed); 130 interrupted
 			return apply(cmd.Context(), sio, g, args[0], f)
 		},
 	}
-	cmd.Flags().StringArrayVar(&f.vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
+	f.vars.register(cmd)
 	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "most nodes running at once (0: no limit beyond slots)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "auto", "output: `auto`, plain or json")
 	cmd.Flags().Bool("json", false, "print one JSON event per line (--output json)")
 	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
+	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "create billed (brev) instances without asking")
 	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest unfinished run of PLAN) instead of starting a new one")
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
 	cmd.Flags().StringVar(&f.name, "name", "", "a readable `NAME` for the run, unique in the state (status and logs accept it for the run id)")
@@ -143,17 +146,24 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		if f.name != "" || len(tags) > 0 || f.clean {
 			return usageError(fmt.Errorf("--name, --tag and --require-clean can't be given with --resume: a resumed run keeps the name, tags and provenance it started with"))
 		}
-		given, err := plan.ParseVarFlags(f.vars)
+		opts, fileDiags, err := f.vars.options()
 		if err != nil {
 			return usageError(err)
 		}
+		if fileDiags.HasErrors() {
+			for _, d := range fileDiags {
+				fmt.Fprintln(sio.err, d)
+			}
+			return silent(exitUsage)
+		}
+		given := opts.Vars
 		if prior, err = runner.LoadResumed(parent, g.stateDir, f.resume, path); err != nil {
 			return err
 		}
 		if err := prior.CheckVars(given); err != nil {
 			return err
 		}
-		f.vars = prior.VarFlags()
+		f.vars = varFlags{vars: prior.VarFlags(), strict: f.vars.strict}
 	}
 	p, _, err := loadPlan(sio, path, f.vars)
 	if err != nil {
@@ -167,6 +177,12 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		// Refused, not warned about: such a value cannot be redacted, so
 		// promise (2) could not be kept. Nothing has started yet.
 		return usageError(fmt.Errorf("secret %s is shorter than %d characters: taoflow redacts secrets from every output, log and state, and a value that short cannot be told from ordinary text, so it would be shown as it is; set the real secret (or, if the value is not secret, make it a var)", strings.Join(short, ", "), secret.MinRedactLen))
+	}
+	if prior == nil && !f.yes {
+		// A resumed run was agreed to when it started.
+		if err := confirmBilling(sio, p.Billed()); err != nil {
+			return err
+		}
 	}
 	red := secrets.Redactor()
 	out := secret.NewWriter(sio.out, red)
@@ -211,6 +227,44 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return nil
 	}
 	return silent(code)
+}
+
+// isTerminal reports whether r is a terminal to ask on (a variable so tests
+// can answer the question).
+var isTerminal = func(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// confirmBilling asks on a terminal before apply creates instances that
+// bill from creation, and refuses without one: --yes answers for the user,
+// as terraform apply needs -auto-approve in automation.
+func confirmBilling(sio stdio, billed []*plan.Instance) error {
+	if len(billed) == 0 {
+		return nil
+	}
+	var groups []string
+	byType := map[string][]string{}
+	for _, in := range billed {
+		if _, ok := byType[in.CreateType]; !ok {
+			groups = append(groups, in.CreateType)
+		}
+		byType[in.CreateType] = append(byType[in.CreateType], in.Name)
+	}
+	var parts []string
+	for _, t := range groups {
+		parts = append(parts, strings.Join(byType[t], ", ")+": "+t)
+	}
+	what := fmt.Sprintf("%d Brev instance%s (%s)", len(billed), plural(len(billed)), strings.Join(parts, "; "))
+	if !isTerminal(sio.in) {
+		return usageError(fmt.Errorf("refusing to create %s without --yes: they bill from creation, and stdin is not a terminal to ask on; run again with --yes (-y)", what))
+	}
+	fmt.Fprintf(sio.err, "Create %s? They bill until taoflow deletes them. [y/N] ", what)
+	answer, _ := bufio.NewReader(sio.in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return usageError(fmt.Errorf("nothing created"))
+	}
+	return nil
 }
 
 // newView picks apply's view: out and errOut are the (redacting) writers

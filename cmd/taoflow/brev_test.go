@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/taoflow/taoflow/internal/testrig"
+	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 	"github.com/taoflow/taoflow/runner"
@@ -186,7 +188,7 @@ func TestBrevSweep(t *testing.T) {
 			}
 		}
 	}()
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "sweep.yaml", "--var", "dest=file://"+dir+"/results")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "sweep.yaml", "--var", "dest=file://"+dir+"/results")
 	close(stop)
 	wg.Wait()
 	if code != exitOK {
@@ -346,12 +348,13 @@ finally:
 // name into the output and read stdin as names: a job exiting 7 is
 // reported as 7 and ran once, the other ran once too although its launch
 // hit two transient connection failures, and the echoed name reaches no
-// node log.
+// node log; brev's own ssh master connections (ControlPersist 10m) do not
+// outlive the run.
 func TestBrevExecTransport(t *testing.T) {
-	f, dir := brevEnv(t, brevtest.Options{})
+	f, dir := brevEnv(t, brevtest.Options{ControlMaster: true})
 	writePlan(t, "exec.yaml", brevExecPlan)
 	f.Inject(brevtest.Fault{Kind: "exec-transient", Match: "count-code-0", Times: 2})
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "exec.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "exec.yaml")
 	if code != exitFailed {
 		t.Fatalf("apply exit %d, want 1 (one cell fails)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -388,6 +391,9 @@ func TestBrevExecTransport(t *testing.T) {
 	if transients != 2 {
 		t.Errorf("%d transient exec failures in the call log, want the 2 injected", transients)
 	}
+	if left := f.Masters(); len(left) > 0 {
+		t.Errorf("brev's ssh masters outlived the run: %v", left)
+	}
 	logs, err := filepath.Glob(filepath.Join(dir, ".taoflow", "runs", "*", "logs", "*.log"))
 	if err != nil || len(logs) == 0 {
 		t.Fatalf("no node logs: %v", err)
@@ -419,6 +425,17 @@ func brevCreate(t *testing.T, f *brevtest.Fake, name string) {
 			t.Fatalf("brev ls: %v\n%s", err, out)
 		}
 	}
+}
+
+// brevCreateRecorded is brevCreate for an instance taoflow created on this
+// machine: its name is in the user's ledger, as Create writes it before
+// brev create runs.
+func brevCreateRecorded(t *testing.T, f *brevtest.Fake, name string) {
+	t.Helper()
+	if err := brev.Record(brev.LedgerFile(os.Environ()), name); err != nil {
+		t.Fatal(err)
+	}
+	brevCreate(t, f, name)
 }
 
 // brevDelete deletes an instance with the (fake) brev CLI.
@@ -460,19 +477,22 @@ func recordBrevInstance(t *testing.T, dir, run, planHash, inst, name string, cre
 }
 
 // TestBrevReapAndDestroy: reap lists and deletes the tf- instances no state
-// knows about, never an instance it did not name, nor one the state
-// records (destroy removes that one, from the state alone).
+// knows about and that this user's taoflow created here, never an instance
+// it did not name, nor a teammate's tf- instance that an API key lists (it
+// lists it as not reaped, saying why), nor one the state records (destroy
+// removes that one, from the state alone).
 func TestBrevReapAndDestroy(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{})
 	f.AddExisting("my-box")
-	brevCreate(t, f, "tf-lost-0101-000000-aaaa-gpu")
-	brevCreate(t, f, "tf-dead-0101-000000-bbbb-gpu")
+	f.AddOthers("tf-theirs-0101-000000-ffff-gpu", "alice")
+	brevCreateRecorded(t, f, "tf-lost-0101-000000-aaaa-gpu")
+	brevCreateRecorded(t, f, "tf-dead-0101-000000-bbbb-gpu")
 	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "", "gpu", "tf-dead-0101-000000-bbbb-gpu", true)
 	// A run going on in another working directory of this machine (this
 	// process stands for its apply), and one whose apply died.
-	brevCreate(t, f, "tf-busy-0101-000000-dddd-gpu")
+	brevCreateRecorded(t, f, "tf-busy-0101-000000-dddd-gpu")
 	defer runner.Announce("busy-0101-000000-dddd", []string{"tf-busy-0101-000000-dddd-gpu"})()
-	brevCreate(t, f, "tf-gone-0101-000000-eeee-gpu")
+	brevCreateRecorded(t, f, "tf-gone-0101-000000-eeee-gpu")
 	ld, err := runner.LiveDir()
 	if err != nil {
 		t.Fatal(err)
@@ -492,8 +512,12 @@ func TestBrevReapAndDestroy(t *testing.T) {
 		!strings.Contains(out, "2 found") {
 		t.Errorf("reap did not list the lost instances:\n%s", out)
 	}
-	if strings.Contains(out, "my-box") || strings.Contains(out, "tf-dead") || strings.Contains(out, "tf-busy") {
-		t.Errorf("reap listed an instance it must leave:\n%s", out)
+	if strings.Contains(out, "my-box") || strings.Contains(out, "tf-dead") || strings.Contains(out, "tf-busy") || strings.Contains(out, "tf-theirs") {
+		t.Errorf("reap listed (to delete) an instance it must leave:\n%s", out)
+	}
+	if !strings.Contains(errOut, "brev instance tf-theirs-0101-000000-ffff-gpu (RUNNING g5.xlarge) is not reaped") ||
+		!strings.Contains(errOut, "brev-created does not say this user's taoflow created it") || !strings.Contains(errOut, "brev delete tf-theirs-0101-000000-ffff-gpu") {
+		t.Errorf("reap did not say why it leaves the teammate's instance:\n%s", errOut)
 	}
 	if !strings.Contains(errOut, "tf-busy-0101-000000-dddd-gpu belongs to run busy-0101-000000-dddd, whose apply is running on this machine") {
 		t.Errorf("reap did not say why it left the live run's instance:\n%s", errOut)
@@ -505,9 +529,15 @@ func TestBrevReapAndDestroy(t *testing.T) {
 		t.Errorf("reap without --yes changed the instance: %s", st)
 	}
 
+	if !strings.Contains(errOut, "brev instances are reaped when named tf-*, accounted for by no state or live run, and recorded in "+filepath.Join(f.Home, ".local", "state", "taoflow", "brev-created")) {
+		t.Errorf("reap does not say how it decides:\n%s", errOut)
+	}
 	code, out, errOut = applyCLI(t, "reap", "--only", "brev", "--yes")
 	if code != exitOK || !strings.Contains(out, "brev instance tf-lost-0101-000000-aaaa-gpu: removed") {
 		t.Fatalf("reap --yes exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "taoflow: deleting brev instance tf-lost-0101-000000-aaaa-gpu (RUNNING g5.xlarge)") {
+		t.Errorf("reap --yes does not list what it deletes before it does:\n%s", errOut)
 	}
 	if st := f.Status("tf-lost-0101-000000-aaaa-gpu"); st != "DELETING" && st != "" {
 		t.Errorf("the lost instance is %s after reap --yes", st)
@@ -519,12 +549,44 @@ func TestBrevReapAndDestroy(t *testing.T) {
 	if st := f.Status("tf-busy-0101-000000-dddd-gpu"); st != "RUNNING" {
 		t.Errorf("reap --yes touched the live run's instance: %s", st)
 	}
+	if st := f.Status("tf-theirs-0101-000000-ffff-gpu"); st != "RUNNING" {
+		t.Errorf("reap --yes touched a teammate's instance: %s", st)
+	}
+	for _, c := range f.CallsOf("delete", "tf-theirs-0101-000000-ffff-gpu") {
+		t.Errorf("reap ran brev %s", strings.Join(c.Args, " "))
+	}
 	code, out, errOut = applyCLI(t, "destroy", "dead-0101-000000-bbbb", "--yes")
 	if code != exitOK || !strings.Contains(out, "instance gpu: removed") {
 		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
 	}
 	brevDelete(t, f, "tf-busy-0101-000000-dddd-gpu")
+	brevDelete(t, f, "tf-theirs-0101-000000-ffff-gpu")
 	f.CheckNoneAlive(t)
+
+	// A dead run whose instance, with a job on it, was deleted meanwhile:
+	// destroy counts both gone without trying to reach them.
+	recordBrevInstance(t, dir, "vanished-0101-000000-9999", "", "gpu", "tf-vanished-0101-000000-9999-gpu", true)
+	func() {
+		store, err := state.Open(filepath.Join(dir, ".taoflow"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		if _, err := store.RecordIntent(context.Background(), state.Resource{RunID: "vanished-0101-000000-9999", Kind: state.KindJob,
+			Name: "tf-vanished-0101-000000-9999-train", Instance: "gpu", Platform: "brev",
+			Data: map[string]string{"instance_ref": "tf-vanished-0101-000000-9999-gpu"}}); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deletes := len(f.CallsOf("delete", ""))
+	code, out, errOut = applyCLI(t, "destroy", "vanished-0101-000000-9999", "--yes")
+	if code != exitOK || !strings.Contains(out, "instance gpu: removed (already gone") || !strings.Contains(out, "job tf-vanished-0101-000000-9999-train: removed (already gone") ||
+		strings.Contains(out+errOut, "stopping jobs on") {
+		t.Errorf("destroy of a run whose instance is gone: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := len(f.CallsOf("delete", "")); n != deletes {
+		t.Errorf("destroy ran brev delete for an instance brev does not list")
+	}
 	if st := f.Status("my-box"); st != "RUNNING" {
 		t.Errorf("the existing instance is %s", st)
 	}
@@ -559,17 +621,42 @@ finally:
 
 // TestBrevUploadFailureStops: when the results upload fails, the instance
 // that holds them is stopped (disk kept, GPU billing stops), not deleted;
-// the run says so, and destroy removes it later.
+// it still exists and bills for its disk, so the run ends with exit 3 and
+// says so with the command that removes it; the state records it as
+// stopped (not as a failed delete), and destroy removes it later.
 func TestBrevUploadFailureStops(t *testing.T) {
-	f, _ := brevEnv(t, brevtest.Options{})
+	f, dir := brevEnv(t, brevtest.Options{})
 	writePlan(t, "upfail.yaml", brevUploadFails)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "upfail.yaml")
-	if code != exitFailed {
-		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "upfail.yaml")
+	if code != exitTeardown {
+		t.Fatalf("apply exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "instance gpu was stopped, not deleted: a results upload on it failed") {
-		t.Errorf("the run does not say the instance was stopped:\n%s", errOut)
+	if !regexp.MustCompile(`instance gpu was stopped, not deleted: a results upload on it failed .*; it bills for its disk until removed with: taoflow destroy brev-upfail-\S+ --yes`).MatchString(errOut) {
+		t.Errorf("the run does not say the instance was stopped, and how to remove it:\n%s", errOut)
 	}
+	if !strings.Contains(out, "instance gpu: stopped instead of deleted") || strings.Contains(out, "instance gpu: deleted") {
+		t.Errorf("the view does not say what became of the instance:\n%s", out)
+	}
+	func() {
+		store, err := state.OpenReadOnly(filepath.Join(dir, ".taoflow"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		r, err := store.LatestRun(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := store.Resources(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range res {
+			if x.Kind == state.KindInstance && x.State != state.ResourceStopped {
+				t.Errorf("the instance is recorded %s (%s); want %s", x.State, x.Message, state.ResourceStopped)
+			}
+		}
+	}()
 	var name string
 	for _, in := range f.Instances() {
 		if strings.HasSuffix(in.Name, "-gpu") {
@@ -632,7 +719,7 @@ func TestBrevResumeUsesInstance(t *testing.T) {
 			sum := sha256.Sum256([]byte(brevResumePlan))
 			recordBrevInstance(t, dir, run, hex.EncodeToString(sum[:]), "gpu", name, created)
 
-			code, out, errOut := applyCLI(t, "apply", "--output", "plain", "resume.yaml", "--resume", run)
+			code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "resume.yaml", "--resume", run)
 			if code != exitOK {
 				t.Fatalf("apply --resume exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 			}
@@ -662,12 +749,12 @@ func TestBrevResumeUsesInstance(t *testing.T) {
 func TestBrevCLIChecked(t *testing.T) {
 	f, _ := brevEnv(t, brevtest.Options{Version: "v0.6.319"})
 	writePlan(t, "p.yaml", brevResumePlan)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
 	if code != exitUsage || !strings.Contains(errOut, "v0.6.319") || !strings.Contains(errOut, "v0.6.320") {
 		t.Errorf("an old brev: exit %d\n%s%s", code, out, errOut)
 	}
 	t.Setenv("PATH", "/nonexistent")
-	code, out, errOut = applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	code, out, errOut = applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
 	if code != exitUsage || !strings.Contains(errOut, "brev") {
 		t.Errorf("no brev on PATH: exit %d\n%s%s", code, out, errOut)
 	}
@@ -688,7 +775,7 @@ func TestBrevCreateFails(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{})
 	writePlan(t, "p.yaml", brevResumePlan)
 	f.Inject(brevtest.Fault{Kind: "create-failure"})
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", "p.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
 	if code != exitFailed {
 		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -709,6 +796,31 @@ func TestBrevCreateFails(t *testing.T) {
 	if err != nil || len(res) != 1 || res[0].Data["ref"] != "tf-"+r.ID+"-gpu" {
 		t.Errorf("recorded resources %+v, %v; want the instance with its name", res, err)
 	}
+	if n := len(f.CallsOf("delete", "")); n != 1 {
+		t.Errorf("%d brev deletes; want one (an instance DELETING is being deleted)", n)
+	}
+}
+
+// TestBrevOrphanKeepsCause: brev create fails with "unexpected EOF" after
+// the API made the instance (an orphan): the run says why the create
+// failed, deletes the orphan once, and nothing is left (exit 1).
+func TestBrevOrphanKeepsCause(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	// A fallback chain: brev goes on to the next type, which the orphan's
+	// name makes a duplicate, and prints more after the cause.
+	writePlan(t, "p.yaml", strings.Replace(brevResumePlan, "type: g5.xlarge", `type: "g5.xlarge,g5.2xlarge"`, 1))
+	f.Inject(brevtest.Fault{Kind: "create-eof"})
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
+	if code != exitFailed {
+		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "unexpected EOF") || !strings.Contains(out, "brev made it anyway (an orphan") {
+		t.Errorf("the orphaned create's cause is not reported:\n%s", out)
+	}
+	if n := len(f.CallsOf("delete", "")); n != 1 {
+		t.Errorf("%d brev deletes; want one (an instance DELETING is being deleted)", n)
+	}
+	f.CheckNoneAlive(t)
 }
 
 // TestBrevSweepExample applies examples/plans/sweep-brev.yaml as it is, with
@@ -732,7 +844,7 @@ func TestBrevSweepExample(t *testing.T) {
 	t.Setenv("NGC_KEY", reg.Password)
 	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
-	code, out, errOut := applyCLI(t, "apply", "--output", "plain", example,
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", example,
 		"--var", "image="+image, "--var", "registry="+reg.Addr, "--var", "bucket=s3://"+bucket+"/sweep",
 		"--var", "s3_endpoint="+s3.Endpoint, "--var", "min_gpus=0", "--var", "gpus=0", "--var", "poll=200ms")
 	if code != exitOK {
@@ -767,5 +879,347 @@ func TestBrevSweepExample(t *testing.T) {
 	left, err := testrig.Docker(t, "ps", "-a", "--filter", "label=taoflow.run", "--filter", "name=tf-changenet-sweep-", "--format", "{{.Names}}")
 	if err != nil || left != "" {
 		t.Errorf("containers left: %q, %v", left, err)
+	}
+}
+
+const brevBehindBack = `taoflow: 1
+name: brev-behind
+platform: brev
+instances:
+  gone: {create: {type: g5.xlarge}}
+  stopped: {create: {type: g5.xlarge}}
+  cut: {create: {type: g5.xlarge}}
+steps:
+  - id: train
+    uses: run
+    on: [gone, stopped, cut]
+    with: {command: "touch ~/started; while [ ! -e ~/go ]; do sleep 0.05; done"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevTeardownBehindBack: while the jobs run, one instance is deleted
+// behind taoflow's back, one stopped (a colleague's brev stop), and one
+// cut off (ls says RUNNING, ssh is refused: a hung VM, a partition); then
+// the run is interrupted. Teardown deletes the stopped and the cut-off
+// instance although their jobs cannot be stopped (deleting stops them),
+// counts the deleted one as gone, does not try to stop jobs on the gone
+// and stopped ones, and the run ends with exit 130, not 3: nothing is
+// left.
+func TestBrevTeardownBehindBack(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	writePlan(t, "behind.yaml", brevBehindBack)
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		code := exitCode(run(ctx, []string{"apply", "--yes", "--output", "plain", "behind.yaml"}, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
+		done <- result{code, out.String(), errOut.String()}
+	}()
+	// Once every job runs, take the instances away, then interrupt.
+	names := map[string]string{}
+	var sandboxes []string
+	for deadline := time.Now().Add(2 * time.Minute); len(sandboxes) < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the three jobs did not start: %+v", f.Instances())
+		}
+		names, sandboxes = map[string]string{}, nil
+		for _, in := range f.Instances() {
+			if _, err := os.Stat(filepath.Join(in.Sandbox, "started")); err == nil {
+				names[in.Name[strings.LastIndex(in.Name, "-")+1:]] = in.Name
+				sandboxes = append(sandboxes, in.Sandbox)
+			}
+		}
+	}
+	f.DeleteBehindBack(names["gone"])
+	f.StopBehindBack(names["stopped"])
+	f.CutOff(names["cut"])
+	cancel()
+	r := <-done
+	// The job on the cut-off instance ran on; end it.
+	for _, sb := range sandboxes {
+		_ = os.WriteFile(filepath.Join(sb, "go"), nil, 0o600)
+	}
+	if r.code != exitInterrupted {
+		t.Fatalf("apply exit %d, want 130 (interrupted; nothing is left)\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.errOut)
+	}
+	if strings.Contains(r.errOut, "may still exist") {
+		t.Errorf("the run says something may still exist:\n%s", r.errOut)
+	}
+	for _, want := range []string{
+		"teardown@gone | no job of this run can be running on gone: none to stop",
+		"teardown@stopped | no job of this run can be running on stopped: none to stop",
+		"instance gone: no longer exists",
+		"instance stopped: deleted",
+		"teardown@cut | could not stop the jobs on cut",
+		"instance cut: deleted",
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("no %q in the output:\n%s", want, r.out)
+		}
+	}
+	for _, inst := range []string{"stopped", "cut"} {
+		if st := f.Status(names[inst]); st != "DELETING" && st != "" {
+			t.Errorf("instance %s (%s) is %s after the run", inst, names[inst], st)
+		}
+	}
+	f.CheckNoneAlive(t)
+}
+
+// TestBrevNotLoggedIn: with brev logged out (its prompt on stdout, exit
+// 1), or printing a banner before ls's JSON, apply stops before anything
+// starts: exit 2, saying what to do, no create, no run recorded; destroy
+// of a recorded run says so at once too.
+func TestBrevNotLoggedIn(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{LoggedOut: true})
+	writePlan(t, "p.yaml", brevResumePlan)
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
+	if code != exitUsage || !strings.Contains(errOut, "brev is not logged in: run `brev login`") {
+		t.Errorf("a logged-out brev: exit %d\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "may still exist") {
+		t.Errorf("a logged-out brev: the run says something may still exist:\n%s", errOut)
+	}
+	if _, err := os.Stat(".taoflow"); err == nil {
+		t.Error("a run was recorded although nothing could start")
+	}
+
+	f.SetLoggedOut(false)
+	brevCreateRecorded(t, f, "tf-dead-0101-000000-bbbb-gpu")
+	recordBrevInstance(t, dir, "dead-0101-000000-bbbb", "", "gpu", "tf-dead-0101-000000-bbbb-gpu", true)
+	f.SetLoggedOut(true)
+	code, out, errOut = applyCLI(t, "destroy", "dead-0101-000000-bbbb", "--yes")
+	if code == exitOK || !strings.Contains(out+errOut, "brev is not logged in: run `brev login`") {
+		t.Errorf("destroy with a logged-out brev: exit %d\n%s%s", code, out, errOut)
+	}
+	f.SetLoggedOut(false)
+	brevDelete(t, f, "tf-dead-0101-000000-bbbb-gpu")
+
+	g := brevtest.Start(t, brevtest.Options{Banner: "A new version of brev has been released! v0.6.400"})
+	for _, kv := range g.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Chdir(t.TempDir())
+	writePlan(t, "p.yaml", brevResumePlan)
+	code, out, errOut = applyCLI(t, "apply", "--yes", "--output", "plain", "p.yaml")
+	if code != exitUsage || !strings.Contains(errOut, "cannot read the output of `brev ls --json`") || !strings.Contains(errOut, "A new version") {
+		t.Errorf("a banner before ls's JSON: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, fk := range []*brevtest.Fake{f, g} {
+		for _, c := range fk.CallsOf("create", "") {
+			if !slices.Contains(c.Names, "tf-dead-0101-000000-bbbb-gpu") { // the test's own
+				t.Errorf("brev %s ran although brev could not be used", strings.Join(c.Args, " "))
+			}
+		}
+	}
+}
+
+const brevExecUpload = `taoflow: 1
+name: brev-exec-up
+platform: {kind: brev, transport: exec, instance_env: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY]}
+secrets: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY]
+vars: {files: "", bucket: "", endpoint: "", region: "", ak: "", sk: ""}
+instances:
+  gpu: {create: {type: g5.xlarge}}
+steps:
+  - id: train
+    uses: run
+    with:
+      command: |
+        mkdir -p ~/results ~/.aws
+        echo weights > ~/results/model.pth
+        printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' ${{ vars.ak }} ${{ vars.sk }} > ~/.aws/credentials
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms}
+  - id: to-files
+    uses: upload-s3
+    needs: [wait]
+    with: {from: "~/results", to: "${{ vars.files }}"}
+  - id: to-s3
+    uses: upload-s3
+    needs: [wait]
+    with: {from: "~/results", to: "${{ vars.bucket }}", endpoint_url: "${{ vars.endpoint }}", region: "${{ vars.region }}"}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevExecUpload: upload-s3 over transport: exec, to file:// and to a
+// real S3 server. brev exec cannot carry stdin, and nothing that is not a
+// secret travels there (the manifest goes inside the script): both
+// uploads succeed with their manifest, and the instance is deleted. The
+// credentials are in the instance's environment (its ~/.aws, standing for
+// Brev secrets), as instance_env says.
+func TestBrevExecUpload(t *testing.T) {
+	s3 := testrig.StartS3(t)
+	bucket := testrig.UniqueName(t)
+	s3.CreateBucket(t, bucket)
+	f, dir := brevEnv(t, brevtest.Options{})
+	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	writePlan(t, "up.yaml", brevExecUpload)
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "up.yaml",
+		"--var", "files=file://"+dir+"/results", "--var", "bucket=s3://"+bucket+"/run",
+		"--var", "endpoint="+s3.Endpoint, "--var", "region="+s3.Region, "--var", "ak="+s3.AccessKey, "--var", "sk="+s3.SecretKey)
+	if code != exitOK {
+		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "results", "model.pth")); err != nil || string(b) != "weights\n" {
+		t.Errorf("file:// results: %q, %v", b, err)
+	}
+	var m struct {
+		Run string `json:"run_id"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "results", "taoflow-run.json")); err != nil || json.Unmarshal(b, &m) != nil || !strings.HasPrefix(m.Run, "brev-exec-up-") {
+		t.Errorf("file:// manifest: %q, %v", b, err)
+	}
+	objects := s3.List(t, bucket, "run/")
+	if _, ok := objects["run/model.pth"]; !ok {
+		t.Errorf("s3:// results: %v", objects)
+	}
+	if _, ok := objects["run/taoflow-run.json"]; !ok {
+		t.Errorf("s3:// manifest: %v", objects)
+	}
+	for _, c := range f.CallsOf("exec", "") {
+		if c.StdinPiped {
+			t.Errorf("brev exec ran with a piped stdin: %s", strings.Join(c.Args, " "))
+		}
+	}
+	f.CheckNoneAlive(t)
+}
+
+const brevKeepExisting = `taoflow: 1
+name: brev-keep
+platform: brev
+instances:
+  kept: {create: {type: g5.xlarge}, keep: true}
+  box: {existing: my-box}
+steps:
+  - id: train
+    uses: run
+    with: {command: "echo ran > ~/ran"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevReleaseSaysWhatHappened: an instance kept by keep: true and an
+// existing one the run only used are not "deleted": the view says kept and
+// left as it is, the state records the kept one as kept (not as a failed
+// delete), and nothing of it is exit 3. destroy then removes the kept one.
+func TestBrevReleaseSaysWhatHappened(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{})
+	f.AddExisting("my-box")
+	writePlan(t, "keep.yaml", brevKeepExisting)
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "keep.yaml")
+	if code != exitOK {
+		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"instance kept: kept (keep: true)", "instance box: left as it is (not created by this run)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the output:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"instance kept: deleted", "instance box: deleted"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%q in the output:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(errOut, "taoflow: instance kept (tf-brev-keep-") || strings.Contains(errOut, "may still exist") {
+		t.Errorf("the end of the run does not say what was kept (or says something may still exist):\n%s", errOut)
+	}
+	func() {
+		store, err := state.OpenReadOnly(filepath.Join(dir, ".taoflow"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		r, err := store.LatestRun(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := store.Resources(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := 0
+		for _, x := range res {
+			if x.Kind == state.KindInstance {
+				kinds++
+				if x.Instance != "kept" || x.State != state.ResourceKept {
+					t.Errorf("instance %s recorded %s (%s); want only kept, as %s", x.Instance, x.State, x.Message, state.ResourceKept)
+				}
+			}
+		}
+		if kinds != 1 {
+			t.Errorf("%d instances recorded; want the kept one", kinds)
+		}
+	}()
+	if st := f.Status("my-box"); st != "RUNNING" {
+		t.Errorf("the existing instance is %s", st)
+	}
+	code, out, errOut = applyCLI(t, "destroy", "latest", "--yes")
+	if code != exitOK || !strings.Contains(out, "instance kept: removed") {
+		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
+	}
+	f.CheckNoneAlive(t)
+}
+
+const sshNeverReached = `taoflow: 1
+name: ssh-dead
+platform: {kind: ssh, ssh_config: ssh_config, connect_timeout: 2s}
+instances:
+  a: {host: dead}
+steps:
+  - id: preflight
+    uses: preflight
+    with: {interval: 100ms, ready_timeout: 1s}
+  - id: train
+    uses: run
+    needs: [preflight]
+    with: {command: "true"}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestNeverReachedHostNotExit3: an ssh host that never answered (nothing
+// listens on its port) fails the run, but taoflow created nothing there
+// and launched no job: no exit 3, no "may still exist (and bill)", and
+// teardown does not try to reach it to stop jobs that never started.
+func TestNeverReachedHostNotExit3(t *testing.T) {
+	t.Chdir(t.TempDir())
+	port := testrig.FreePort(t)
+	writePlan(t, "ssh_config", fmt.Sprintf("Host dead\n\tHostName 127.0.0.1\n\tPort %d\n\tUser nobody\n", port))
+	writePlan(t, "dead.yaml", sshNeverReached)
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "dead.yaml")
+	if code != exitFailed {
+		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "may still exist") || strings.Contains(errOut, "taoflow destroy") {
+		t.Errorf("the run says something may still exist:\n%s", errOut)
+	}
+	if !strings.Contains(out, "teardown@a | no job of this run can be running on a: none to stop") || strings.Contains(out, "stopping this run's jobs") {
+		t.Errorf("teardown tried to stop jobs that never started:\n%s", out)
+	}
+	if !strings.Contains(out, "instance a: left as it is") || strings.Contains(out, "instance a: deleted") {
+		t.Errorf("the view does not say the host was left as it is:\n%s", out)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 func newGraphCmd(sio stdio) *cobra.Command {
 	var format string
-	var vars []string
+	var vf varFlags
 	cmd := &cobra.Command{
 		Use:   "graph PLAN",
 		Short: "Draw the node graph of a plan as Mermaid or Graphviz DOT",
@@ -30,7 +30,7 @@ its instance). Finalizers run after every step on their instance has ended.
 			if format != "mermaid" && format != "dot" {
 				return usageError(fmt.Errorf("--format %q: use mermaid or dot", format))
 			}
-			_, g, err := loadPlan(sio, args[0], vars)
+			_, g, err := loadPlan(sio, args[0], vf)
 			if err != nil {
 				return err
 			}
@@ -43,7 +43,7 @@ its instance). Finalizers run after every step on their instance has ended.
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "mermaid", "output format: `mermaid` or dot")
-	cmd.Flags().StringArrayVar(&vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
+	vf.register(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"mermaid", "dot"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -184,7 +184,7 @@ type fieldType struct {
 }
 
 var (
-	sectionRE = regexp.MustCompile("^### (\\w+)$")
+	sectionRE = regexp.MustCompile(`^### (\w+)$`)
 	fieldRE   = regexp.MustCompile("^\\| `(\\w+)` \\| ([^|]+?) \\|")
 )
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
@@ -115,7 +116,7 @@ func (p *logPrinter) print(ctx context.Context, store *state.Store, run string, 
 		ended := true
 		for _, id := range nodes {
 			n, err := store.Node(ctx, run, id)
-			if err == nil && (n.State == state.NodePending || n.State == state.NodeRunning) {
+			if err == nil && !engine.NodeState(n.State).Terminal() {
 				ended = false
 			}
 			if err := p.copyNew(store, run, id, offsets, partial); err != nil {

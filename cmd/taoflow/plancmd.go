@@ -12,37 +12,45 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
-	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
 	"github.com/taoflow/taoflow/steps"
 )
 
 func newPlanCmd(sio stdio) *cobra.Command {
-	var vars []string
-	var asJSON, noCommands bool
+	var vf varFlags
+	var asJSON, commands, noCommands bool
 	cmd := &cobra.Command{
 		Use:   "plan PLAN",
-		Short: "Show the nodes a plan expands to, touching nothing",
-		Long: `Plan loads and checks PLAN, expands it into the nodes that apply would run,
-and prints each node with its instance (or, for a matrix cell, the pool it
-will be placed on at run time), its dependencies, its job id and its with:
+		Short: "Preview what apply would create, run and delete, touching nothing",
+		Long: `Plan loads and checks PLAN (with its vars as --var and --var-file set them)
+and previews what apply would do: the instances it creates (name, type
+chain, slots), uses, and deletes at teardown; each step with its nodes,
+timeout and retries; the secrets it needs and whether each is set in this
+environment; the warnings; and a last line such as
+
+  Plan: 3 instances to create, 0 to use, 24 nodes; deleted at teardown: 3
+
+--commands adds, for each node, its dependencies, its job id, its with:
 values with every ${{ }} expression resolved, and the exact remote commands
 it sends to its instance, in order (the shell text; secrets travel on stdin
 and only their names appear). ${{ run.id }} stays as written (the run id is
 made by apply); job ids and commands show RUN in its place, INSTANCE for the
 instance a cell will be placed on, and HOST:PID for the apply process.
 Secret values never appear: any value of a declared secret found in the
-output is shown as ***. --no-commands leaves the commands out.
+output is shown as ***. --json prints all of it as one object (the commands
+with --commands).
 
 It contacts no instance and starts nothing. Exit status 2 when the plan has
 errors.`,
 		Example: `  taoflow plan examples/plans/quickstart.yaml
   taoflow plan sweep.yaml --var image=nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt
-  taoflow plan --json sweep.yaml | jq '.nodes[].id'`,
+  taoflow plan --commands sweep.yaml          # and the exact remote shell
+  taoflow plan --json sweep.yaml | jq '.preview.summary'`,
 		Args:              argsRange(1, 1),
 		ValidArgsFunction: planFileCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, g, err := loadPlan(sio, args[0], vars)
+			p, g, diags, err := loadPlanDiags(sio, args[0], vf, false)
 			if err != nil {
 				return err
 			}
@@ -50,20 +58,25 @@ errors.`,
 			w := secret.NewWriter(sio.out, red)
 			defer w.Close()
 			var pv *previewer
-			if !noCommands {
+			if commands && !noCommands {
 				pv = newPreviewer(g)
 			}
+			sum := newPreview(g, diags, os.LookupEnv)
 			if asJSON {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
-				return enc.Encode(planJSON(g, pv))
+				out := planJSON(g, pv)
+				out.Preview = sum
+				return enc.Encode(out)
 			}
-			return printPlan(w, g, pv)
+			return printPreview(w, g, sum, pv)
 		},
 	}
-	cmd.Flags().StringArrayVar(&vars, "var", nil, "override a var: `NAME=VALUE` (repeatable)")
+	vf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the expanded graph as JSON")
-	cmd.Flags().BoolVar(&noCommands, "no-commands", false, "leave out the remote commands")
+	cmd.Flags().BoolVar(&commands, "commands", false, "show each node's resolved with: values and the exact remote commands")
+	cmd.Flags().BoolVar(&noCommands, "no-commands", false, "leave out the remote commands (the default; kept for scripts)")
+	_ = cmd.Flags().MarkHidden("no-commands")
 	return cmd
 }
 
@@ -79,25 +92,9 @@ func secretRedactor(p *plan.Plan) *secret.Redactor {
 	return secret.NewRedactor(values...)
 }
 
-func printPlan(w io.Writer, g *engine.Graph, pv *previewer) error {
-	p := g.Plan
-	var insts []string
-	for _, in := range p.Instances {
-		desc := fmt.Sprintf("%s (%d slot%s", in.Name, in.Slots, plural(in.Slots))
-		switch {
-		case in.Create:
-			desc += ", created: " + in.CreateType
-		case in.Existing != "":
-			desc += ", existing: " + in.Existing
-		case in.Host != "":
-			desc += ", host: " + in.Host
-		}
-		insts = append(insts, desc+")")
-	}
-	fmt.Fprintf(w, "plan %s (%s)\n", p.Name, p.File)
-	fmt.Fprintf(w, "platform: %s\n", p.Platform.Kind)
-	fmt.Fprintf(w, "instances: %s\n", strings.Join(insts, ", "))
-	fmt.Fprintf(w, "nodes: %d\n", len(g.Nodes))
+// printNodes prints each node's details: where it runs, its needs, job,
+// resolved with: values and remote commands (plan --commands).
+func printNodes(w io.Writer, g *engine.Graph, pv *previewer) error {
 	for _, n := range g.Nodes {
 		fmt.Fprintf(w, "\n%s\n", n.ID)
 		where := "on " + n.Instance
@@ -176,34 +173,7 @@ func newPreviewer(g *engine.Graph) *previewer {
 // commands returns the remote commands of node n, with RUN for the run id
 // and INSTANCE for a cell's instance.
 func (pv *previewer) commands(n *engine.Node) ([]steps.Command, error) {
-	inst := n.Instance
-	if inst == "" {
-		inst = "INSTANCE"
-	}
-	req := steps.Request{NodeID: n.ID, Step: n.Step, Instance: platform.Instance{Name: inst}, JobID: n.JobID,
-		With: pv.g.With(n, engine.Scope{RunID: "RUN", Instance: inst})}
-	if n.Step.Uses == plan.KindWait {
-		for _, d := range n.Needs {
-			ups := pv.g.StepNodes(d.Step)
-			if d.Kind == engine.DepNode {
-				ups = []*engine.Node{pv.g.Node(d.Node)}
-			}
-			for _, up := range ups {
-				if up == nil || up.Step.Uses != plan.KindRun || (d.Kind != engine.DepNode && up.Instance != n.Instance) {
-					continue
-				}
-				w := pv.g.With(up, engine.Scope{RunID: "RUN", Instance: inst})
-				job := steps.Job{ID: up.JobID}
-				if v := w.Get("results"); v != nil {
-					job.Results = v.Text
-				}
-				if v := w.Get("image"); v != nil {
-					job.Image = v.Text
-				}
-				req.Jobs = append(req.Jobs, job)
-			}
-		}
-	}
+	req := runner.PreviewRequest(pv.g, "RUN", n)
 	return pv.steps.Preview(req)
 }
 
@@ -252,6 +222,7 @@ type depJSON struct {
 }
 
 type planOut struct {
+	Preview   *preview       `json:"preview"`
 	Name      string         `json:"name"`
 	File      string         `json:"file"`
 	Hash      string         `json:"hash"`

@@ -42,9 +42,19 @@ another machine is left to that machine.
 
 --only brev or --only containers limits reap to one of the two.
 
-Brev instances are shared by an organisation: a tf-* instance of a colleague's
-run on another machine looks the same as a leftover. Read the list before
---yes.`,
+Which tf-* brev instances are this user's? 'brev ls' cannot say: logged in
+with an API key it lists the whole organisation's instances, and logged in as
+a user it also lists those shared with you, all without their owner, and a
+teammate's run is named tf-* as yours are. So taoflow records the name of
+every brev instance it creates, before it creates it, in a file of this user
+on this machine ($XDG_STATE_HOME/taoflow/brev-created, else
+~/.local/state/taoflow/brev-created), and reap deletes only the tf-*
+instances named there. The others are listed as not reaped, with why. What
+reap cannot know: whether such an instance is yours from another machine (or
+from before this record existed), or a teammate's. If it is yours, delete it
+with 'brev delete NAME'.
+
+Reap lists before it deletes: read the list, then run it again with --yes.`,
 		Example: `  taoflow reap
   taoflow reap --plan ssh-box.yaml
   taoflow reap --only brev --yes`,
@@ -73,14 +83,26 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 		return err
 	}
 	defer r.Close()
+	if r.Ledger != "" && !f.json {
+		fmt.Fprintf(sio.err, "taoflow: brev instances are reaped when named tf-*, accounted for by no state or live run, and recorded in %s as created by this user's taoflow on this machine\n", r.Ledger)
+	}
 	for _, s := range r.Spared {
 		fmt.Fprintf(sio.err, "taoflow: %s\n", s)
 	}
+	for _, o := range r.NotMine {
+		fmt.Fprintf(sio.err, "taoflow: brev instance %s (%s) is not reaped: %s does not say this user's taoflow created it on this machine (a teammate's, listed by an API key or shared with you, or yours from elsewhere); if it is yours: brev delete %s\n", o.Name, o.Detail, r.Ledger, o.Name)
+	}
 	if !f.yes {
-		return reapReport(sio, f, r.Found, r.Problems)
+		return reapReport(sio, f, r.Found, r.NotMine, r.Problems)
+	}
+	if !f.json {
+		// What is about to go, before it goes.
+		for _, o := range r.Found {
+			fmt.Fprintf(sio.err, "taoflow: deleting %s %s (%s)\n", o.Kind, o.Name, o.Detail)
+		}
 	}
 	left := r.Remove(ctx)
-	if err := reapReport(sio, f, r.Found, r.Problems); err != nil {
+	if err := reapReport(sio, f, r.Found, r.NotMine, r.Problems); err != nil {
 		return err
 	}
 	if left > 0 {
@@ -92,7 +114,7 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 
 // reapReport prints what reap found (and, with --yes, did), as lines or
 // as one JSON object.
-func reapReport(sio stdio, f reapFlags, found []runner.Orphan, problems []error) error {
+func reapReport(sio stdio, f reapFlags, found, notMine []runner.Orphan, problems []error) error {
 	if f.json {
 		var probs []string
 		for _, p := range problems {
@@ -102,8 +124,9 @@ func reapReport(sio stdio, f reapFlags, found []runner.Orphan, problems []error)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
 			Found    []runner.Orphan `json:"found"`
+			NotMine  []runner.Orphan `json:"not_reaped,omitempty"`
 			Problems []string        `json:"problems,omitempty"`
-		}{append([]runner.Orphan{}, found...), probs}); err != nil {
+		}{append([]runner.Orphan{}, found...), notMine, probs}); err != nil {
 			return err
 		}
 		if len(problems) > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
@@ -187,7 +188,7 @@ func writeResults(w io.Writer, t runner.ResultTable) error {
 			line = append(line, r.Matrix[k])
 		}
 		d := ""
-		if r.Seconds > 0 || r.State == state.NodeSucceeded {
+		if r.Seconds > 0 || r.State == string(engine.Succeeded) {
 			d = elapsed(r.Duration)
 		}
 		line = append(line, r.State, d, epochText(r))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
@@ -315,7 +316,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 			code = fmt.Sprint(*n.ExitCode)
 		}
 		msg := n.Message
-		if n.Progress != "" && (n.State == state.NodeRunning || msg == "") {
+		if n.Progress != "" && (engine.NodeState(n.State) == engine.Running || msg == "") {
 			msg = n.Progress
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", n.ID, n.Instance, n.State, n.Attempts, t, code, clipText(firstLine(msg), 100))
@@ -347,7 +348,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 func printFailures(w io.Writer, run string, nodes []state.Node) {
 	first := true
 	for _, n := range nodes {
-		if n.State != state.NodeFailed && n.State != state.NodeTimedOut {
+		if st := engine.NodeState(n.State); st != engine.Failed && st != engine.TimedOut {
 			continue
 		}
 		if first {

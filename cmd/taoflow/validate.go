@@ -12,6 +12,7 @@ import (
 
 func newValidateCmd(io stdio) *cobra.Command {
 	var asJSON bool
+	var vf varFlags
 	cmd := &cobra.Command{
 		Use:   "validate PLAN...",
 		Short: "Check plans and list every problem with its position",
@@ -31,10 +32,15 @@ count), 2 otherwise. --json prints one object per plan for editors and CI.`,
 		Args:              argsRange(1, -1),
 		ValidArgsFunction: planFileCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, fileDiags, err := vf.options()
+			if err != nil {
+				return usageError(err)
+			}
 			failed := false
 			var reports []validateReport
 			for _, path := range args {
-				p, diags := plan.Load(path, plan.Options{})
+				p, diags := plan.Load(path, opts)
+				diags = append(fileDiags, diags...)
 				if !diags.HasErrors() && p != nil {
 					if _, err := engine.Expand(p, engine.Options{}); err != nil {
 						diags = append(diags, plan.Diagnostic{Pos: plan.Pos{File: path}, Message: err.Error()})
@@ -68,6 +74,7 @@ count), 2 otherwise. --json prints one object per plan for editors and CI.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
+	vf.register(cmd)
 	return cmd
 }
 
@@ -93,23 +100,62 @@ func newValidateReport(path string, diags plan.Diagnostics) validateReport {
 	return r
 }
 
+// varFlags are --var, --var-file and --strict, which validate, plan, graph
+// and apply take.
+type varFlags struct {
+	vars   []string
+	files  []string
+	strict bool
+}
+
+func (v *varFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&v.vars, "var", nil, "override a var: `NAME=VALUE` (repeatable; beats --var-file)")
+	cmd.Flags().StringArrayVar(&v.files, "var-file", nil, "override vars from a YAML `FILE` of NAME: VALUE lines (repeatable; a later file wins)")
+	cmd.Flags().BoolVar(&v.strict, "strict", false, "treat warnings as errors")
+}
+
+// options turns the flags into load options: the files in order, then
+// --var. Problems in a file are diagnostics; a malformed --var is an error.
+func (v *varFlags) options() (plan.Options, plan.Diagnostics, error) {
+	vars, sources, diags := plan.ReadVarFiles(v.files)
+	flags, err := plan.ParseVarFlags(v.vars)
+	if err != nil {
+		return plan.Options{}, diags, err
+	}
+	for k, val := range flags {
+		vars[k] = val
+		delete(sources, k)
+	}
+	return plan.Options{Vars: vars, Sources: sources, Strict: v.strict}, diags, nil
+}
+
 // loadPlan loads and expands a plan for the commands that show it,
 // printing diagnostics; errors become exit 2.
-func loadPlan(io stdio, path string, vars []string) (*plan.Plan, *engine.Graph, error) {
-	overrides, err := plan.ParseVarFlags(vars)
+func loadPlan(io stdio, path string, vf varFlags) (*plan.Plan, *engine.Graph, error) {
+	p, g, _, err := loadPlanDiags(io, path, vf, true)
+	return p, g, err
+}
+
+// loadPlanDiags is loadPlan that returns the diagnostics, printing the
+// warnings only when asked to (plan shows them in its preview).
+func loadPlanDiags(io stdio, path string, vf varFlags, printWarnings bool) (*plan.Plan, *engine.Graph, plan.Diagnostics, error) {
+	opts, fileDiags, err := vf.options()
 	if err != nil {
-		return nil, nil, usageError(err)
+		return nil, nil, nil, usageError(err)
 	}
-	p, diags := plan.Load(path, plan.Options{Vars: overrides})
+	p, diags := plan.Load(path, opts)
+	diags = append(fileDiags, diags...)
 	for _, d := range diags {
-		fmt.Fprintln(io.err, d)
+		if printWarnings || d.Severity == plan.Error || diags.HasErrors() {
+			fmt.Fprintln(io.err, d)
+		}
 	}
 	if diags.HasErrors() || p == nil {
-		return nil, nil, silent(exitUsage)
+		return nil, nil, diags, silent(exitUsage)
 	}
 	g, err := engine.Expand(p, engine.Options{})
 	if err != nil {
-		return nil, nil, usageError(err)
+		return nil, nil, diags, usageError(err)
 	}
-	return p, g, nil
+	return p, g, diags, nil
 }

@@ -80,7 +80,7 @@ func (v *humanView) Outcome(o runner.Outcome) {
 		fmt.Fprintf(w, "taoflow:   all of it: %s\n", f.LogsCommand)
 	}
 	for _, name := range o.Stopped {
-		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them\n", name)
+		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them; it bills for its disk until removed with: %s\n", name, o.RemoveCommand)
 	}
 	if len(o.Left) > 0 {
 		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(o.Left, ", "))
@@ -233,15 +233,16 @@ type liveView struct {
 }
 
 type liveRow struct {
-	node, instance, state, last string
-	start, end                  time.Time
+	node, instance, last string
+	state                engine.NodeState
+	start, end           time.Time
 }
 
 func newLiveView(w io.Writer, g *engine.Graph, size func() (int, int)) *liveView {
 	v := &liveView{w: w, width: size, rows: map[string]*liveRow{}, insts: map[string]string{},
 		stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
 	for _, n := range g.Nodes {
-		v.rows[n.ID] = &liveRow{node: n.ID, instance: n.Instance, state: "pending"}
+		v.rows[n.ID] = &liveRow{node: n.ID, instance: n.Instance, state: engine.Pending}
 		v.order = append(v.order, n.ID)
 	}
 	go v.loop()
@@ -266,14 +267,14 @@ func (v *liveView) Event(e engine.Event) {
 	case engine.NodePlaced:
 		row.instance = e.Instance
 	case engine.NodeStarted:
-		row.state, row.instance = "running", e.Instance
+		row.state, row.instance = engine.Running, e.Instance
 		if row.start.IsZero() {
 			row.start = e.Time
 		}
 	case engine.NodeLog, engine.NodeProgress, engine.NodeRetrying:
 		row.last = e.Message
 	case engine.NodeEnded:
-		row.state, row.end = string(e.State), e.Time
+		row.state, row.end = e.State, e.Time
 		if e.Message != "" {
 			row.last = e.Message
 		}
@@ -312,7 +313,7 @@ func (v *liveView) draw() {
 		cols = 80
 	}
 	var out []string
-	counts := map[string]int{}
+	counts := map[engine.NodeState]int{}
 	var active []*liveRow
 	for _, id := range v.order {
 		r := v.rows[id]
@@ -343,7 +344,7 @@ func (v *liveView) draw() {
 		out = append(out, clipText(line, cols-1))
 	}
 	var summary []string
-	for _, st := range []string{"running", "pending", "succeeded", "failed", "skipped", "canceled", "timed-out"} {
+	for _, st := range []engine.NodeState{engine.Running, engine.Pending, engine.Succeeded, engine.Failed, engine.Skipped, engine.Canceled, engine.TimedOut} {
 		if counts[st] > 0 {
 			summary = append(summary, fmt.Sprintf("%d %s", counts[st], st))
 		}
@@ -368,16 +369,17 @@ func (v *liveView) draw() {
 	_, _ = io.WriteString(v.w, b.String())
 }
 
-func rank(state string) int {
+func rank(state engine.NodeState) int {
 	switch state {
-	case "running":
+	case engine.Running:
 		return 0
-	case "failed", "timed-out":
+	case engine.Failed, engine.TimedOut:
 		return 1
-	case "pending":
+	case engine.Pending:
 		return 2
+	default:
+		return 3
 	}
-	return 3
 }
 
 func clipText(s string, n int) string {

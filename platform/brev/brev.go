@@ -64,6 +64,10 @@ type Config struct {
 	// CallTimeout bounds one lifecycle command (ls, create, delete, stop,
 	// refresh, --version) and one readiness probe. Default 2m.
 	CallTimeout time.Duration
+	// Ledger is the file Create records the name of every instance it
+	// makes in, before it makes it (see LedgerFile, the default); `taoflow
+	// reap` deletes only what it finds there.
+	Ledger string
 	// Progress, when set, is told what Create is waiting for, e.g.
 	// ("gpu", "DEPLOYING (1m10s)"), for a live view. It must not block.
 	Progress func(instance, msg string)
@@ -79,6 +83,9 @@ type Brev struct {
 	sshCfg ssh.Config // for TransportSSH, with its defaults filled in
 	sshMu  sync.Mutex
 	ssh    *ssh.SSH // made by the first Exec (see transport)
+	// execUsed are the aliases brev exec reached (TransportExec): their
+	// masters are asked to exit by closeMaster or Close.
+	execUsed map[string]bool
 
 	checkMu sync.Mutex
 	bin     string // absolute path of the brev CLI, once Check succeeded
@@ -86,6 +93,7 @@ type Brev struct {
 
 	refreshSem chan struct{} // one `brev refresh` at a time
 	closed     atomic.Bool
+	ledger     string // where Create records the names it creates
 }
 
 var (
@@ -98,6 +106,7 @@ var (
 	_ platform.Namer    = (*Brev)(nil)
 	_ platform.Checker  = (*Brev)(nil)
 	_ platform.Adopter  = (*Brev)(nil)
+	_ platform.Finder   = (*Brev)(nil)
 )
 
 // maxExecOutput is the most bytes of each of stdout and stderr that Exec
@@ -146,6 +155,10 @@ func New(cfg Config) (*Brev, error) {
 		return nil, fmt.Errorf("brev: home %q is not an absolute path", cfg.Home)
 	}
 	b := &Brev{cfg: cfg, env: environ(base, cfg.Home), maxOutput: maxExecOutput, refreshSem: make(chan struct{}, 1)}
+	b.ledger = cfg.Ledger
+	if b.ledger == "" {
+		b.ledger = LedgerFile(base)
+	}
 	if cfg.Transport == TransportSSH {
 		sc := cfg.SSH
 		if sc.ConfigFile == "" {
@@ -203,11 +216,14 @@ func getenv(env []string, key string) string {
 // Kind returns "brev".
 func (b *Brev) Kind() string { return "brev" }
 
-// Check finds the brev CLI and asks its version (`brev --version
-// --no-check-latest`, which does not query GitHub). It fails unless the
-// version is MinVersion or newer, naming both. Create, Delete, Stop, List
-// and Exec with TransportExec call it first; after one success it answers
-// from memory.
+// Check finds the brev CLI, asks its version (`brev --version
+// --no-check-latest`, which does not query GitHub) and makes sure that
+// `brev ls --json` works and prints JSON it can read, so that nothing is
+// created that taoflow could not then track. It fails unless the version
+// is MinVersion or newer (naming both), with ErrNotLoggedIn when brev is
+// logged out, and when ls prints anything but its JSON (a banner before
+// it, say). Create, Delete, Stop, List, Find and Exec with TransportExec
+// call it first; after one success it answers from memory.
 func (b *Brev) Check(ctx context.Context) (string, error) {
 	b.checkMu.Lock()
 	defer b.checkMu.Unlock()
@@ -220,14 +236,62 @@ func (b *Brev) Check(ctx context.Context) (string, error) {
 	}
 	out, err := b.callWith(ctx, bin, "--version", "--no-check-latest")
 	if err != nil {
+		var ce *callError
+		if errors.As(err, &ce) {
+			// brev v0.6.317 prints its version, then fails in its
+			// onboarding prompt: too old is what to say.
+			if _, verr := checkVersion(ce.stdout); verr != nil && strings.Contains(verr.Error(), "too old") {
+				return "", fmt.Errorf("brev CLI %s: %w", bin, verr)
+			}
+			if loggedOut(err) {
+				return "", fmt.Errorf("brev CLI %s: %w", bin, ErrNotLoggedIn)
+			}
+		}
 		return "", fmt.Errorf("asking the version of the brev CLI (%s): %w; taoflow needs brev %s or newer", bin, err, MinVersion)
 	}
 	v, err := checkVersion(out)
 	if err != nil {
 		return "", fmt.Errorf("brev CLI %s: %w", bin, err)
 	}
+	// A failing ls is tried again (a network hiccup), a logged-out brev
+	// is not.
+	for try := 1; ; try++ {
+		out, err = b.callWith(ctx, bin, "ls", "--json")
+		if err == nil {
+			break
+		}
+		if loggedOut(err) {
+			return "", fmt.Errorf("brev CLI %s: %w", bin, ErrNotLoggedIn)
+		}
+		if ctx.Err() != nil || try == maxLsFailures {
+			return "", fmt.Errorf("brev CLI %s: `brev ls --json` failed (%d tries), so taoflow could not track the instances it creates: %w", bin, try, err)
+		}
+		if err := sleep(ctx, b.cfg.PollInterval); err != nil {
+			return "", fmt.Errorf("brev ls --json: %w", err)
+		}
+	}
+	if _, err := ParseList(out); err != nil {
+		if loggedOut(err) {
+			return "", fmt.Errorf("brev CLI %s: %w", bin, ErrNotLoggedIn)
+		}
+		return "", fmt.Errorf("brev CLI %s: taoflow cannot read the output of `brev ls --json`, so it could not track the instances it creates (is something printed before the JSON, such as a banner? BREV_FEATURE_SHOW_VERSION_ON_RUN or a brev config.yaml can turn one on): %w", bin, err)
+	}
 	b.bin, b.version = bin, v
 	return v, nil
+}
+
+// ErrNotLoggedIn is Check's error when brev is logged out: brev then
+// prompts for a login on stdout and exits 1 on every command.
+var ErrNotLoggedIn = errors.New("brev is not logged in: run `brev login`")
+
+// loggedOut reports whether err says brev is logged out: its prompt
+// ("You are currently logged out, would you like to log in? [Y/n]:") or
+// the warning of an expired session.
+func loggedOut(err error) bool {
+	if says(err, "logged out") || says(err, "would you like to log in") {
+		return true
+	}
+	return err != nil && strings.Contains(err.Error(), "brev is not logged in")
 }
 
 // binary returns the brev CLI that Check found.

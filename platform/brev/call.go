@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,8 +151,24 @@ func summary(stderr, stdout []byte) string {
 	if len(keep) == 0 {
 		return "no message"
 	}
+	// The cause often comes before the last lines (brev create's
+	// "unexpected EOF", then its "Only created 0/1" and a next type's
+	// failure): the first line that names a failure leads.
+	for _, l := range lines {
+		if isFrame(l) || !causeLine.MatchString(l) || slices.Contains(keep, l) {
+			continue
+		}
+		if len(l) > 300 {
+			l = l[:300] + "…"
+		}
+		keep = append([]string{l}, keep...)
+		break
+	}
 	return strings.Join(keep, " | ")
 }
+
+// causeLine matches a line that says what failed.
+var causeLine = regexp.MustCompile(`(?i)unexpected EOF|\bfailed\b|\berror\b|timeout|refused`)
 
 // frame matches a line of the Go stack traces that brev's pkg/errors
 // messages embed ("[error]", "github.com/brevdev/…", "/home/…/x.go:12").

@@ -91,6 +91,7 @@ func (b *Brev) brevExec(ctx context.Context, inst platform.Instance, script stri
 		return refuse(fmt.Errorf("the script is too long for a brev exec command line (%d bytes with its wrapper; at most %d): copy long scripts to the instance as files", len(command), maxArg))
 	}
 
+	b.execUse(inst.Ref)
 	stdout, stderr := platform.NewTail(b.maxOutput), platform.NewTail(b.maxOutput)
 	cmd := b.command(ctx, bin, "exec", "--", inst.Ref, command)
 	cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -64,6 +64,30 @@ func (b *Brev) List(ctx context.Context) ([]platform.Instance, error) {
 	return out, nil
 }
 
+// Find looks the instance up in `brev ls --json` (platform.Finder): an
+// instance that is not listed, or is DELETING, is gone (platform.ErrNotFound);
+// a STOPPED or STOPPING one is platform.ErrStopped. It never reaches the
+// instance, so it answers at once for one that ssh cannot reach.
+func (b *Brev) Find(ctx context.Context, inst platform.Instance) error {
+	if _, err := b.Check(ctx); err != nil {
+		return err
+	}
+	ws, err := b.lsRetry(ctx)
+	if err != nil {
+		return err
+	}
+	w, ok := find(ws, inst.Ref)
+	switch {
+	case !ok:
+		return fmt.Errorf("brev instance %s (%s) is not in `brev ls`: %w", inst.Name, inst.Ref, platform.ErrNotFound)
+	case w.Status == statusDeleting:
+		return fmt.Errorf("brev instance %s (%s) is being deleted: %w", inst.Name, inst.Ref, platform.ErrNotFound)
+	case w.Status == statusStopped || w.Status == statusStopping:
+		return fmt.Errorf("brev instance %s (%s) is %s: %w", inst.Name, inst.Ref, w.Status, platform.ErrStopped)
+	}
+	return nil
+}
+
 // ls runs `brev ls --json` once.
 func (b *Brev) ls(ctx context.Context) ([]Workspace, error) {
 	out, err := b.call(ctx, "ls", "--json")
@@ -159,6 +183,11 @@ func (b *Brev) Create(ctx context.Context, run string, spec platform.Spec) (plat
 	start := time.Now()
 	deadline := start.Add(b.cfg.CreateTimeout)
 
+	if err := record(b.ledger, name); err != nil {
+		// Only reap is the less sure for it: it will not delete the
+		// instance, which the state still records.
+		b.progress(spec.Name, fmt.Sprintf("could not record %s for taoflow reap in %s: %v", name, b.ledger, err))
+	}
 	b.progress(spec.Name, fmt.Sprintf("creating %s (%s)", name, types))
 	if _, err := b.call(ctx, "create", "--type", types, "--detached", "--", name); err != nil {
 		return platform.Instance{}, b.abandon(ctx, inst, fmt.Errorf("brev create failed: %w", err), true)
@@ -471,6 +500,13 @@ func (b *Brev) deleteAndWait(ctx context.Context, name string) error {
 	case ctx.Err() != nil:
 		return err
 	case err != nil:
+		// An instance being deleted is deleted, whatever brev delete
+		// answered for it (the API may refuse a second delete).
+		if ws, lerr := b.lsRetry(ctx); lerr == nil {
+			if w, ok := find(ws, name); !ok || w.Status == statusDeleting {
+				return nil
+			}
+		}
 		return fmt.Errorf("brev delete failed %d times: %w; delete it with `brev delete %s`", deleteTries, err, name)
 	}
 	start := time.Now()

@@ -402,3 +402,21 @@ esac
 		}
 	}
 }
+
+// TestSummaryKeepsCause: brev create's cause ("unexpected EOF") comes
+// before the lines it prints after (a next type, "Only created 0/1"); the
+// summary of the failure leads with it.
+func TestSummaryKeepsCause(t *testing.T) {
+	stderr := "Attempting to create 1 instance(s) with 1 parallel attempts\n" +
+		"Trying g5.xlarge for 1 instance(s)...\n" +
+		"[Worker 1] g5.xlarge Failed: RESTY Post \"https://x/api/organizations/o/workspaces\": unexpected EOF\n" +
+		"Trying g5.2xlarge for 1 instance(s)...\n" +
+		"[Worker 1] Trying g5.2xlarge for instance 'tf-r-gpu'...\n\r⠋ Creating instance...\r\x1b[K" +
+		"[Worker 1] g5.2xlarge Failed: duplicate workspace: a workspace named 'tf-r-gpu' already exists\n" +
+		"Warning: Only created 0/1 instances\n" +
+		"could only create 0/1 instances\n"
+	got := summary([]byte(stderr), nil)
+	if !strings.Contains(got, "unexpected EOF") || !strings.HasSuffix(got, "could only create 0/1 instances") {
+		t.Errorf("summary = %q; want the cause (unexpected EOF) and the last line", got)
+	}
+}

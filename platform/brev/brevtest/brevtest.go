@@ -1,6 +1,7 @@
 package brevtest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -49,6 +50,20 @@ type Options struct {
 	// none). Overlapping refreshes are what Call.Concurrent records, and a
 	// realistic duration makes an unserialised client overlap.
 	RefreshDelay time.Duration
+	// ControlMaster makes refresh's host entries multiplex as the real
+	// ones do (ControlMaster auto, ControlPersist 10m): the first brev exec
+	// to an instance leaves a master ssh running for ten minutes. Its
+	// sockets go to Fake.ControlDir; the rig kills what is left there when
+	// the test ends (Masters tells the test first).
+	ControlMaster bool
+	// LoggedOut starts the fake logged out (see SetLoggedOut).
+	LoggedOut bool
+	// Banner is printed on stdout before every command's output, as brev
+	// prints its "new version" banner with BREV_FEATURE_SHOW_VERSION_ON_RUN.
+	Banner string
+	// OnboardingPrompt makes --version print the version and then fail in
+	// an onboarding prompt, as brev v0.6.317 does.
+	OnboardingPrompt bool
 }
 
 // Fake is one fake brev: its binary, the HOME it works in and its state.
@@ -60,6 +75,9 @@ type Fake struct {
 	Home string
 	// Dir is the fake's state directory (TF_FAKEBREV).
 	Dir string
+	// ControlDir holds the sockets of brev's own ssh masters, with
+	// Options.ControlMaster; "" without.
+	ControlDir string
 
 	t testing.TB
 }
@@ -93,10 +111,27 @@ func Start(t testing.TB, opts Options) *Fake {
 		}
 	}
 	o := fakestate.Options{
-		Version:     opts.Version,
-		ArrayJSON:   opts.ArrayJSON,
-		DeployPolls: opts.DeployPolls,
-		DeleteTicks: opts.DeleteTicks,
+		Version:          opts.Version,
+		ArrayJSON:        opts.ArrayJSON,
+		DeployPolls:      opts.DeployPolls,
+		DeleteTicks:      opts.DeleteTicks,
+		LoggedOut:        opts.LoggedOut,
+		Banner:           opts.Banner,
+		OnboardingPrompt: opts.OnboardingPrompt,
+	}
+	if opts.ControlMaster {
+		// Short: a socket path must fit in 108 bytes, with ssh's suffix.
+		d, err := os.MkdirTemp("", "tfb")
+		if err != nil {
+			t.Fatalf("brevtest: %v", err)
+		}
+		f.ControlDir, o.ControlDir = d, d
+		t.Cleanup(func() {
+			for _, p := range f.Masters() {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+			os.RemoveAll(d)
+		})
 	}
 	switch {
 	case opts.RefreshDelay < 0:
@@ -326,6 +361,126 @@ func (f *Fake) SetStatus(name, status string) {
 		i.SetStatus(status)
 		return nil
 	})
+}
+
+// Masters returns the pids of brev's own ssh master connections still
+// running (Options.ControlMaster).
+func (f *Fake) Masters() []int {
+	if f.ControlDir == "" {
+		return nil
+	}
+	return procsWith("cmdline", []byte(f.ControlDir+"/"))
+}
+
+// procsWith returns the pids of the processes whose /proc/PID/file holds
+// text.
+func procsWith(file string, text []byte) []int {
+	paths, _ := filepath.Glob("/proc/[0-9]*/" + file)
+	var pids []int
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		// A NUL first, so that text may start with one for the first entry.
+		if err != nil || !bytes.Contains(append([]byte{0}, b...), text) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// SetLoggedOut logs the fake out (every command but --version then prints
+// brev's login prompt on stdout and exits 1) or back in.
+func (f *Fake) SetLoggedOut(out bool) {
+	f.t.Helper()
+	f.update(func(s *fakestate.State) error {
+		s.Options.LoggedOut = out
+		return nil
+	})
+}
+
+// StopBehindBack stops the named instance as a colleague's `brev stop`, a
+// hung VM or a provider would, without the client knowing: it is STOPPED,
+// ssh to it is refused, and the processes running in its sandbox die.
+func (f *Fake) StopBehindBack(name string) {
+	f.t.Helper()
+	f.down(name, false)
+}
+
+// DeleteBehindBack deletes the named instance behind the client's back: it
+// is gone from ls at once, ssh to it is refused, and the processes running
+// in its sandbox die.
+func (f *Fake) DeleteBehindBack(name string) {
+	f.t.Helper()
+	f.down(name, true)
+}
+
+// CutOff makes the named instance unreachable, as a network partition or
+// a hung VM does: ls still shows it RUNNING, but ssh to it is refused, and
+// what runs on it goes on running.
+func (f *Fake) CutOff(name string) {
+	f.t.Helper()
+	for _, i := range f.Instances() {
+		if i.Name == name {
+			if err := os.WriteFile(i.Sandbox+".down", nil, 0o600); err != nil {
+				f.t.Fatalf("brevtest: %v", err)
+			}
+			return
+		}
+	}
+	f.t.Fatalf("brevtest: CutOff(%q): no such instance", name)
+}
+
+func (f *Fake) down(name string, remove bool) {
+	f.t.Helper()
+	var sandbox string
+	f.update(func(s *fakestate.State) error {
+		i := s.Find(name)
+		if i == nil {
+			return fmt.Errorf("no instance %q to take down", name)
+		}
+		sandbox = i.Sandbox
+		if remove {
+			s.Remove(i)
+		} else {
+			i.SetStatus(fakestate.Stopped)
+		}
+		return nil
+	})
+	if sandbox == "" {
+		return
+	}
+	if err := os.WriteFile(sandbox+".down", nil, 0o600); err != nil {
+		f.t.Fatalf("brevtest: %v", err)
+	}
+	// The machine is off: what ran on it is gone.
+	for _, pid := range procsWith("environ", []byte("\x00HOME="+sandbox+"\x00")) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// AddOthers adds a RUNNING instance of another user of the org (owner),
+// as an API key's `brev ls` lists them: nothing in the listing tells it
+// from the user's own.
+func (f *Fake) AddOthers(name, owner string) Instance {
+	f.t.Helper()
+	var added Instance
+	f.update(func(s *fakestate.State) error {
+		if s.Find(name) != nil {
+			return fmt.Errorf("AddOthers(%q): an instance of that name exists", name)
+		}
+		sandbox := filepath.Join(f.Dir, fakestate.SandboxDir, name)
+		if err := os.MkdirAll(sandbox, 0o700); err != nil {
+			return err
+		}
+		i := &fakestate.Instance{Name: name, ID: fakestate.NewID(), Status: fakestate.Running,
+			Type: "g5.xlarge", Sandbox: sandbox, Existing: true, Owner: owner}
+		s.Instances = append(s.Instances, i)
+		added = instance(i)
+		return nil
+	})
+	return added
 }
 
 // Fault is a failure for the fake to inject. Kinds:

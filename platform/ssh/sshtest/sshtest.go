@@ -162,8 +162,14 @@ var errPortTaken = errors.New("port already in use")
 // TF_SANDBOX (an alias made by AddSandbox) gets that directory as its HOME
 // and working directory, so several "hosts" on one server keep apart files
 // the way separate machines would. Without it the command runs as sshd
-// would run it.
+// would run it. A sandbox next to which a file <sandbox>.down exists is a
+// machine that is down: its sessions fail as ssh does when the host
+// refuses connections (exit 255).
 const sandboxScript = `#!/bin/sh
+if [ -n "$TF_SANDBOX" ] && [ -e "$TF_SANDBOX.down" ]; then
+	echo "ssh: connect to host $(basename "$TF_SANDBOX") port 22: Connection refused" >&2
+	exit 255
+fi
 if [ -n "$TF_SANDBOX" ]; then
 	HOME=$TF_SANDBOX; export HOME
 	cd "$HOME" || exit 1

@@ -96,6 +96,28 @@ func (a *app) main(args []string) error {
 		return fmt.Errorf("fake brev: %w", err)
 	}
 	a.opts = st.Options
+	if a.opts.Banner != "" {
+		fmt.Fprintln(a.stdout, a.opts.Banner)
+	}
+	version := false
+	for _, arg := range args {
+		version = version || arg == "--version" || arg == "-v"
+	}
+	switch {
+	case version && a.opts.OnboardingPrompt:
+		// brev v0.6.317 prints its version, then runs its onboarding,
+		// which prompts and fails on stdin /dev/null.
+		a.call.Command = "version"
+		fmt.Fprintf(a.stdout, "Current Version: %s\n", a.opts.EffVersion())
+		fmt.Fprint(a.stdout, "Welcome to Brev! Let's set up your workspace. Press Enter to continue: ")
+		return errors.New("EOF")
+	case !version && a.opts.LoggedOut && len(args) > 0 && args[0] != "login" && args[0] != "help":
+		// Every command that needs the API prompts for a login on stdout
+		// and reads stdin: /dev/null ends it with EOF.
+		a.call.Command = args[0]
+		fmt.Fprint(a.stdout, "You are currently logged out, would you like to log in? [Y/n]: ")
+		return errors.New("EOF")
+	}
 
 	root := a.rootCmd()
 	root.SetArgs(args)

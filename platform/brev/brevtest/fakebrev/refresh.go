@@ -64,7 +64,7 @@ func (a *app) refresh() error {
 			if i.Status != fakestate.Running {
 				continue
 			}
-			fmt.Fprintf(&b, "\n%s\n%s", srv.HostEntry(i.Name, i.Sandbox), srv.HostEntry(i.Name+"-host", i.Sandbox))
+			fmt.Fprintf(&b, "\n%s%s\n%s%s", srv.HostEntry(i.Name, i.Sandbox), control(st.Options), srv.HostEntry(i.Name+"-host", i.Sandbox), control(st.Options))
 		}
 	}
 	brevDir := filepath.Join(home, ".brev")
@@ -94,6 +94,15 @@ func (a *app) refresh() error {
 		return fmt.Errorf("refresh: %w", err)
 	}
 	return nil
+}
+
+// control returns the multiplexing lines the real host entries carry,
+// when the fake is set to write them.
+func control(o fakestate.Options) string {
+	if o.ControlDir == "" {
+		return ""
+	}
+	return fmt.Sprintf("\tControlMaster auto\n\tControlPath %s/brev-control-%%C\n\tControlPersist 10m\n", o.ControlDir)
 }
 
 // markRefreshing registers this refresh as in progress — a marker file

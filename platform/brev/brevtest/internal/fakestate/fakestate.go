@@ -97,6 +97,20 @@ type Options struct {
 	// (0: DefaultRefreshDelayMS; negative: none).
 	RefreshDelayMS int  `json:"refresh_delay_ms,omitempty"`
 	SSH            *SSH `json:"ssh,omitempty"`
+	// ControlDir, when set, makes refresh's host entries multiplex as the
+	// real ones do (ControlMaster auto, ControlPersist 10m), with their
+	// sockets in this directory (the real ones: ~/.ssh/brev-control-%C).
+	ControlDir string `json:"control_dir,omitempty"`
+	// LoggedOut makes every command that needs the API print brev's login
+	// prompt on stdout and fail (exit 1), as a logged-out brev does with
+	// stdin /dev/null.
+	LoggedOut bool `json:"logged_out,omitempty"`
+	// Banner is printed on stdout before every command's output, as
+	// BREV_FEATURE_SHOW_VERSION_ON_RUN does when a newer brev exists.
+	Banner string `json:"banner,omitempty"`
+	// OnboardingPrompt makes --version print the version and then fail in
+	// an onboarding prompt (exit 1), as brev v0.6.317 does.
+	OnboardingPrompt bool `json:"onboarding_prompt,omitempty"`
 }
 
 // EffVersion returns the version brev reports.
@@ -151,6 +165,10 @@ type Instance struct {
 	// Orphan marks an instance whose create POST "failed": its build status
 	// stays empty forever (brev-cli #378).
 	Orphan bool `json:"orphan,omitempty"`
+	// Owner is the user who made it; "" is the logged-in user. ls shows
+	// others' instances (an API key lists the whole org), but not who
+	// owns them, as the real one.
+	Owner string `json:"owner,omitempty"`
 }
 
 // SetStatus moves the instance to status and restarts its tick count.
