@@ -56,6 +56,7 @@ func build(file string, root *Value) *Plan {
 	if v := root.Get("fail_fast"); v != nil {
 		p.FailFast = v.Text == "true"
 	}
+	buildRecords(p, root)
 	p.index()
 	return p
 }

@@ -31,6 +31,7 @@ func check(p *Plan, d *diags) {
 	c.platform()
 	c.instances()
 	c.secretsDeclared()
+	c.notifySecret()
 	for _, s := range p.AllSteps() {
 		c.step(s)
 	}

@@ -35,6 +35,8 @@ type Plan struct {
 	Steps       []*Step
 	Finally     []*Step
 	FailFast    bool
+	Tags        []Tag   // tags:, in file order
+	Notify      *Notify // notify:, nil when absent
 
 	Root      *Value // the resolved YAML tree
 	source    []byte

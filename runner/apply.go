@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/internal/provenance"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/ssh"
@@ -25,6 +26,14 @@ type ApplyConfig struct {
 	Resume         *Resumed
 	Parallel       int           // most nodes running at once (0: no limit beyond slots)
 	FinallyTimeout time.Duration // deadline of finalizers and instance teardown
+	// RunName (apply --name, unique in the state) and Tags (--tag, over
+	// the plan's tags:) are recorded with a new run.
+	RunName string
+	Tags    map[string]string
+	// RequireClean refuses a plan whose git repository has uncommitted
+	// changes (or that is in none).
+	RequireClean bool
+	Version      string // taoflow's, for the provenance
 }
 
 // Apply is one apply of a plan: a new run, or a resumed one. Start prepares
@@ -44,6 +53,7 @@ type Apply struct {
 	insts    *instances
 	progress *progressRelay
 	rec      *recorder
+	prov     *provenance.Info
 	closers  []func()
 }
 
@@ -70,6 +80,11 @@ func Start(ctx context.Context, cfg ApplyConfig) (*Apply, error) {
 // start does Start's work on a, which Start closes on an error.
 func (a *Apply) start(ctx context.Context) (err error) {
 	cfg, p := a.cfg, a.cfg.Plan
+	if cfg.Resume == nil {
+		if err := a.collectProvenance(ctx); err != nil {
+			return err
+		}
+	}
 	if a.pf, err = NewPlatform(p, a.ID, cfg.StateDir, a.progress.send); err != nil {
 		return refused(fmt.Errorf("%s: %w", p.File, err))
 	}
@@ -105,6 +120,10 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	}
 	host, _ := os.Hostname()
 	ctx = context.WithoutCancel(ctx)
+	if err := a.checkName(ctx); err != nil {
+		return err
+	}
+	var record steps.RunRecord
 	if cfg.Resume == nil {
 		vars := map[string]string{}
 		for _, v := range p.Vars {
@@ -118,8 +137,16 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if cfg.Resume == nil {
+		record, err = a.recordRun(ctx)
+	} else {
+		record, err = a.restoreRecord(ctx)
+	}
+	if err != nil {
+		return err
+	}
 	cwd, _ := os.Getwd()
-	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd})
+	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record})
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
 	a.insts.notify = a.progress.send
 	if cfg.Resume != nil {

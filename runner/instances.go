@@ -383,10 +383,15 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		if err != nil {
 			return fmt.Errorf("recording job %s before launching it: %w", n.JobID, err)
 		}
+		e.recordRunFacts(ctx, req)
 		if err := e.steps.Do(ctx, req); err != nil {
 			return err
 		}
 		return e.store.MarkCreated(ctx, id, nil)
 	}
-	return e.steps.Do(ctx, req)
+	err := e.steps.Do(ctx, req)
+	if err == nil && n.Step.Uses == plan.KindUploadS3 && req.Record != nil {
+		recordUpload(req)
+	}
+	return err
 }

@@ -33,9 +33,10 @@ func NewRunID(name string) string {
 	return fmt.Sprintf("%s-%s-%s", name, time.Now().UTC().Format("0102-150405"), hex.EncodeToString(b))
 }
 
-// FindRun resolves a run id, a unique prefix of one, or "latest". A run
-// the state does not know is a *RefusedError naming it and listing the
-// runs it does know; other errors are the store's.
+// FindRun resolves a run id, a run's name (apply --name), a unique prefix
+// of an id, or "latest". A run the state does not know is a *RefusedError
+// naming it and listing the runs it does know; other errors are the
+// store's.
 func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, error) {
 	if id == "" {
 		// Every id starts with "": an empty prefix would pick a run the
@@ -51,6 +52,9 @@ func FindRun(ctx context.Context, store *state.Store, id string) (state.Run, err
 	}
 	if r, err := store.Run(ctx, id); err == nil {
 		return r, nil
+	}
+	if r, err := store.RunByName(ctx, id); err == nil {
+		return r, nil // apply --name
 	}
 	runs, err := store.Runs(ctx)
 	if err != nil {

@@ -80,6 +80,15 @@ CREATE TABLE logs (
 	`ALTER TABLE nodes ADD COLUMN facts TEXT NOT NULL DEFAULT '{}';`,
 	// 3: which process owns a run, beyond its pid (Run.Proc).
 	`ALTER TABLE runs ADD COLUMN proc TEXT NOT NULL DEFAULT '';`,
+	// 4: a run's records: its readable name (unique), tags and provenance.
+	`
+CREATE TABLE run_records (
+	run_id     TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+	label      TEXT UNIQUE,
+	tags       TEXT NOT NULL,
+	provenance TEXT NOT NULL
+);
+`,
 }
 
 // migrate brings db's schema up to the newest version in one immediate

@@ -141,6 +141,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 			failures = 0
 		}
 		if done, err := outcome(ws); done {
+			s.recordMetrics(ctx, req, ws)
 			return err
 		}
 		if timeout > 0 {

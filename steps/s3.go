@@ -179,6 +179,7 @@ func (s *Steps) uploadS3(ctx context.Context, req Request, from, to string, veri
 	}
 
 	m := s.manifest(req, from, to, files, bytes)
+	m.SHA256 = s.checksums(ctx, req, from, func(p string) bool { _, ok := src[p]; return ok })
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return s.fail(ClassUploadFailed, err, "manifest: %v", err)

@@ -62,6 +62,9 @@ type Config struct {
 	// containers of a process still alive on its host. Default: this
 	// process.
 	Owner string
+	// Record is what the run records about itself (its name, tags and
+	// provenance), copied into every taoflow-run.json.
+	Record RunRecord
 }
 
 // Steps runs the step kinds of one run.

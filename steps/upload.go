@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/provenance"
 	"github.com/taoflow/taoflow/internal/shellquote"
 )
 
@@ -43,6 +44,16 @@ type Manifest struct {
 	Files      int64             `json:"files"`
 	Bytes      int64             `json:"bytes"`
 	UploadedAt string            `json:"uploaded_at"`
+	// RunName and Tags are apply's --name and the run's tags (the plan's
+	// and --tag's); Provenance what produced the run (git commit, taoflow
+	// version, who ran apply where).
+	RunName    string            `json:"run_name,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+	Provenance *provenance.Info  `json:"provenance,omitempty"`
+	// SHA256 is every uploaded file's sha256 by path relative to To
+	// (absent where the instance has no sha256sum); `taoflow results
+	// --download` checks a download against it.
+	SHA256 map[string]string `json:"sha256,omitempty"`
 }
 
 // ManifestCell is the matrix cell of a Manifest.
@@ -122,6 +133,7 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 	}
 
 	m := s.manifest(req, from, to, src[0], src[1])
+	m.SHA256 = s.checksums(ctx, req, from, nil)
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return s.fail(ClassUploadFailed, err, "manifest: %v", err)
@@ -223,6 +235,9 @@ func (s *Steps) manifest(req Request, from, to string, files, bytes int64) Manif
 		Files:        files,
 		Bytes:        bytes,
 		UploadedAt:   time.Now().UTC().Format(time.RFC3339),
+		RunName:      s.cfg.Record.Name,
+		Tags:         s.cfg.Record.Tags,
+		Provenance:   s.cfg.Record.Provenance,
 	}
 	if p := s.cfg.Plan; p != nil {
 		m.Plan, m.PlanHash = p.Name, p.Hash

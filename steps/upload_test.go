@@ -2,6 +2,8 @@ package steps
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -82,6 +84,13 @@ func TestUploadFile(t *testing.T) {
 		Cell:     &ManifestCell{ID: "lr-0.1", Index: 0, Values: map[string]string{"lr": "0.1"}},
 		Instance: "a", From: "~/results/lr-0.1", To: "file://out/r1/lr-0.1",
 		Files: 3, Bytes: int64(len(results["train/status.json"]) + 1000),
+		SHA256: map[string]string{},
+	}
+	for name, content := range results {
+		if name != manifestName {
+			sum := sha256.Sum256([]byte(content))
+			want.SHA256[name] = hex.EncodeToString(sum[:])
+		}
 	}
 	if diff := cmp.Diff(want, m, cmpopts.IgnoreFields(Manifest{}, "UploadedAt")); diff != "" {
 		t.Errorf("manifest (-want +got):\n%s", diff)

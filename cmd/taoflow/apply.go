@@ -27,7 +27,10 @@ type applyFlags struct {
 	output   string
 	finally  time.Duration
 	resume   string // a run id (or a prefix), "latest", or "" for a new run
-	yes      bool   // create billed instances without asking
+	name     string
+	tags     []string
+	clean    bool
+	yes      bool // create billed instances without asking
 }
 
 func newApplyCmd(sio stdio, g *globals) *cobra.Command {
@@ -107,6 +110,9 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "create billed (brev) instances without asking")
 	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest unfinished run of PLAN) instead of starting a new one")
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
+	cmd.Flags().StringVar(&f.name, "name", "", "a readable `NAME` for the run, unique in the state (status and logs accept it for the run id)")
+	cmd.Flags().StringArrayVar(&f.tags, "tag", nil, "tag the run: `KEY=VALUE` (repeatable; over the plan's tags:)")
+	cmd.Flags().BoolVar(&f.clean, "require-clean", false, "refuse to run a plan whose git repository has uncommitted changes")
 	_ = cmd.RegisterFlagCompletionFunc("resume", func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return runCompletion(g, false)(cmd, nil, toComplete)
 	})
@@ -128,8 +134,18 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	if f.parallel < 0 {
 		return usageError(fmt.Errorf("--parallel must not be negative"))
 	}
+	if err := checkRunName(f.name); err != nil {
+		return err
+	}
+	tags, err := parseTags(f.tags)
+	if err != nil {
+		return err
+	}
 	var prior *runner.Resumed
 	if f.resume != "" {
+		if f.name != "" || len(tags) > 0 || f.clean {
+			return usageError(fmt.Errorf("--name, --tag and --require-clean can't be given with --resume: a resumed run keeps the name, tags and provenance it started with"))
+		}
 		opts, fileDiags, err := f.vars.options()
 		if err != nil {
 			return usageError(err)
@@ -175,7 +191,8 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	defer errOut.Close()
 
 	a, err := runner.Start(parent, runner.ApplyConfig{Plan: p, PlanPath: path, Secrets: secrets, StateDir: g.stateDir,
-		Resume: prior, Parallel: f.parallel, FinallyTimeout: f.finally})
+		Resume: prior, Parallel: f.parallel, FinallyTimeout: f.finally,
+		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString()})
 	if err != nil {
 		return err
 	}
@@ -202,6 +219,10 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		fmt.Fprintf(errOut, "taoflow: could not record the end of the run: %v\n", err)
 	}
 	view.Outcome(outcome)
+	if f.output != "json" {
+		printResults(parent, out, a)
+	}
+	reportNotify(errOut, a.Notify(parent, runState, code, verdict, outcome.Left))
 	if code == exitOK {
 		return nil
 	}

@@ -49,6 +49,7 @@ func TestDockerScripts(t *testing.T) {
 			env.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
 			env.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
 			env.Setenv("S3_ENDPOINT", s3.Endpoint)
+			env.Setenv("S3_DIR", s3.Dir) // the gateway's files: a test corrupts an object there
 			env.Setenv("BUCKET", bucket)
 			// Each script writes under a prefix of its own.
 			env.Setenv("PREFIX", testrig.UniqueName(t)+"-"+filepath.Base(env.WorkDir))

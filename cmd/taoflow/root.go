@@ -94,6 +94,7 @@ Commands that print data take --json (-o json is the same); apply takes
 		newPlanCmd(io),
 		newApplyCmd(io, g),
 		newStatusCmd(io, g),
+		newResultsCmd(io, g),
 		newLogsCmd(io, g),
 		newDestroyCmd(io, g),
 		newCancelCmd(io, g),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,14 +20,21 @@ import (
 )
 
 func newStatusCmd(sio stdio, g *globals) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON  bool
+		tagArgs []string
+		rf      resultFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "status [RUN]",
 		Short: "Show runs, their nodes and the resources that may still exist",
 		Long: `Without RUN, status lists the runs in the state directory, newest first.
 With RUN (an id or a unique prefix of one, or "latest"), it shows the run's
 nodes — instance, state, attempts, time, exit code, last message or training
-progress — and every resource (instance, job) that may still exist.
+progress — and every resource (instance, job) that may still exist, then
+the run's name, tags and provenance (git commit, who ran it, image
+digests) and its results table (see 'taoflow results'; --sort METRIC,
+--csv). --tag KEY=VALUE lists only the runs with that tag.
 
 It reads the state while an apply is writing it, so it can watch a run in
 progress. --json prints the same as one JSON object for scripts.`,
@@ -37,6 +45,16 @@ progress. --json prints the same as one JSON object for scripts.`,
 		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			tags, err := parseTags(tagArgs)
+			if err != nil {
+				return err
+			}
+			if len(tags) > 0 && len(args) > 0 {
+				return usageError(fmt.Errorf("--tag filters the list of runs; give it without RUN"))
+			}
+			if asJSON && rf.csv {
+				return usageError(fmt.Errorf("--json and --csv can't both be given"))
+			}
 			store, err := openState(g.stateDir)
 			if err != nil {
 				return err
@@ -46,26 +64,31 @@ progress. --json prints the same as one JSON object for scripts.`,
 				if len(args) == 1 {
 					return runner.UnknownRun(args[0], nil)
 				}
-				return listRuns(ctx, sio.out, nil, asJSON)
+				return listRuns(ctx, sio.out, nil, asJSON, tags)
 			}
 			defer store.Close()
 			if len(args) == 0 {
-				return listRuns(ctx, sio.out, store, asJSON)
+				return listRuns(ctx, sio.out, store, asJSON, tags)
 			}
 			run, err := runner.FindRun(ctx, store, args[0])
 			if err != nil {
 				return err
 			}
-			return showRun(ctx, sio.out, store, run, asJSON)
+			return showRun(ctx, sio.out, store, run, asJSON, rf)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&rf.sort, "sort", "", "sort the results table by `METRIC`, best first")
+	cmd.Flags().BoolVar(&rf.csv, "csv", false, "print the run's results table as CSV")
+	cmd.Flags().StringArrayVar(&tagArgs, "tag", nil, "list only the runs tagged `KEY=VALUE` (repeatable: all must match)")
 	return cmd
 }
 
 // runJSON is a run as status --json prints it (docs/json.md).
 type runJSON struct {
 	state.Run
+	// RunRecord adds run_name, tags and provenance.
+	state.RunRecord
 	Alive bool `json:"apply_alive"`
 	// ApplyGone: the state says running, but its apply died; Next are the
 	// commands that go on from there.
@@ -73,6 +96,8 @@ type runJSON struct {
 	Next      []string         `json:"next,omitempty"`
 	Nodes     []nodeStatusJSON `json:"nodes,omitempty"`
 	Resources []state.Resource `json:"resources,omitempty"`
+	// Results is the run's results table (status RUN only).
+	Results *runner.ResultTable `json:"results,omitempty"`
 }
 
 // nodeStatusJSON is a node as status --json prints it: its facts as JSON values
@@ -168,34 +193,46 @@ func findRun(ctx context.Context, dir, id string) (state.Run, error) {
 }
 
 // listRuns lists the runs of store (nil: there is no state).
-func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool) error {
+func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool, tags map[string]string) error {
 	var runs []state.Run
+	records := map[string]state.RunRecord{}
 	if store != nil {
 		var err error
 		if runs, err = store.Runs(ctx); err != nil {
 			return err
 		}
+		if records, err = store.RunRecords(ctx); err != nil {
+			return err
+		}
 	}
+	runs = slices.DeleteFunc(runs, func(r state.Run) bool { return !matchTags(records[r.ID].Tags, tags) })
 	if asJSON {
 		out := []runJSON{}
 		for _, r := range runs {
-			out = append(out, newRunJSON(r))
+			j := newRunJSON(r)
+			j.RunRecord = records[r.ID]
+			out = append(out, j)
 		}
 		return writeJSON(w, out)
 	}
 	if len(runs) == 0 {
+		if len(tags) > 0 {
+			fmt.Fprintf(w, "no runs tagged %s\n", formatTags(tags))
+			return nil
+		}
 		fmt.Fprintln(w, "no runs")
 		return nil
 	}
 	tw := tabwriter.NewWriter(escapeWriter{w}, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE")
+	fmt.Fprintln(tw, "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE\tNAME\tTAGS")
 	for _, r := range runs {
 		alive, _ := store.Alive(ctx, r.ID)
 		st := r.State
 		if runner.ApplyGone(r) {
 			st += " (apply gone)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Name, st, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r), len(alive))
+		rec := records[r.ID]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Name, st, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r), len(alive), rec.Label, formatTags(rec.Tags))
 	}
 	return tw.Flush()
 }
@@ -208,7 +245,7 @@ func runTime(r state.Run) string {
 	return elapsed(end.Sub(r.StartedAt))
 }
 
-func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, asJSON bool) error {
+func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, asJSON bool, rf resultFlags) error {
 	nodes, err := store.Nodes(ctx, r.ID)
 	if err != nil {
 		return err
@@ -217,14 +254,36 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	if err != nil {
 		return err
 	}
+	rec, err := store.RunRecord(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	results, err := runner.Results(ctx, store, r.ID)
+	if err != nil {
+		return err
+	}
+	if rf.sort != "" {
+		if err := results.Sort(rf.sort); err != nil {
+			return usageError(err)
+		}
+	}
+	if rf.csv {
+		return writeResultsCSV(w, results)
+	}
 	if asJSON {
 		j := newRunJSON(r)
-		j.Nodes, j.Resources = newNodesJSON(r.ID, nodes), alive
+		j.RunRecord = rec
+		j.Nodes, j.Resources, j.Results = newNodesJSON(r.ID, nodes), alive, &results
 		return writeJSON(w, j)
 	}
 	gone := runner.ApplyGone(r)
 	w = escapeWriter{w}
 	fmt.Fprintf(w, "run %s (plan %s, %s)\n", r.ID, r.Name, r.PlanFile)
+	resources, err := store.Resources(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	showRecord(w, rec, nodes, resources)
 	if gone {
 		// Not "state: running" with frozen progress: the apply died.
 		fmt.Fprintf(w, "state: not running: its apply (pid %d) died without ending the run; started %s\n", r.PID, r.StartedAt.Local().Format("2006-01-02 15:04:05"))
@@ -264,6 +323,12 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(results.Rows) > 0 {
+		fmt.Fprintln(w)
+		if err := writeResults(w, results); err != nil {
+			return err
+		}
 	}
 	printFailures(w, r.ID, nodes)
 	if len(alive) > 0 {

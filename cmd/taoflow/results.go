@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/state"
+)
+
+// resultFlags are the results table's options, on status RUN, results and
+// apply.
+type resultFlags struct {
+	sort     string
+	csv      bool
+	cells    []string // results: only these cells
+	download string   // results: bring the uploads back into this directory
+}
+
+func newResultsCmd(sio stdio, g *globals) *cobra.Command {
+	var (
+		f      resultFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "results RUN [CELL...]",
+		Short: "Show a run's results table (metrics per cell, where results went)",
+		Long: `Results prints one row per job of RUN (an id, a name given with apply
+--name, a unique prefix, or "latest"): its matrix values, state, time, final
+epoch, the last value of every numeric metric its status.json (or other JSON
+lines in its results directory) held, and where its results were uploaded.
+Give CELL ids to show only those cells.
+
+--sort METRIC puts the best first (the lowest for a loss or an error, the
+highest otherwise). --json prints last and best values; --csv the same as
+CSV for a notebook.
+
+--download DIR brings the uploaded results back (of the CELLs given, or of
+every cell) from where their manifests say they went: s3:// through the
+AWS CLI here (with the upload's endpoint_url and region, and the AWS_*
+credentials of this environment), file:// by copying. Each copy lands in
+DIR/CELL/STEP (DIR/@INSTANCE/STEP without a matrix) and is checked against
+its taoflow-run.json: every file's sha256, or the file count and bytes
+where the manifest has no checksums. A copy that does not match is an
+error (exit 1), naming the files.`,
+		Example: `  taoflow results latest --sort loss
+  taoflow results sweep-1203 --csv > results.csv
+  taoflow results latest lr-0.01 --download ./back`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: runCompletion(g, false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && f.csv {
+				return usageError(fmt.Errorf("--json and --csv can't both be given"))
+			}
+			ctx := cmd.Context()
+			store, err := openState(g.stateDir)
+			if err != nil {
+				return err
+			}
+			if store == nil {
+				return runner.UnknownRun(args[0], nil)
+			}
+			defer store.Close()
+			run, err := runner.FindRun(ctx, store, args[0])
+			if err != nil {
+				return err
+			}
+			t, err := runner.Results(ctx, store, run.ID)
+			if err != nil {
+				return err
+			}
+			f.cells = args[1:]
+			if err := pickCells(&t, f.cells); err != nil {
+				return usageError(err)
+			}
+			if f.download != "" {
+				return download(ctx, sio, store, run.ID, f.cells, f.download)
+			}
+			if f.sort != "" {
+				if err := t.Sort(f.sort); err != nil {
+					return usageError(err)
+				}
+			}
+			switch {
+			case asJSON:
+				return writeJSON(sio.out, t)
+			case f.csv:
+				return writeResultsCSV(sio.out, t)
+			}
+			if len(t.Rows) == 0 {
+				fmt.Fprintf(sio.out, "run %s launched no jobs\n", run.ID)
+				return nil
+			}
+			return writeResults(escapeWriter{sio.out}, t)
+		},
+	}
+	cmd.Flags().StringVar(&f.sort, "sort", "", "sort by `METRIC`, best first")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&f.csv, "csv", false, "print CSV")
+	cmd.Flags().StringVar(&f.download, "download", "", "bring the uploaded results back into `DIR`, verified against their manifests")
+	return cmd
+}
+
+// pickCells keeps the rows of the given cells (all when none).
+func pickCells(t *runner.ResultTable, cells []string) error {
+	if len(cells) == 0 {
+		return nil
+	}
+	var rows []runner.ResultRow
+	for _, c := range cells {
+		found := false
+		for _, r := range t.Rows {
+			if r.Cell == c {
+				rows, found = append(rows, r), true
+			}
+		}
+		if !found {
+			return fmt.Errorf("run %s has no cell %q", t.RunID, c)
+		}
+	}
+	t.Rows = rows
+	return nil
+}
+
+// metricText shows a number with at most four significant digits.
+func metricText(v float64) string {
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+func epochText(r runner.ResultRow) string {
+	if r.Epoch == nil {
+		return ""
+	}
+	s := strconv.FormatFloat(*r.Epoch, 'f', -1, 64)
+	if r.MaxEpoch != nil {
+		s += "/" + strconv.FormatFloat(*r.MaxEpoch, 'f', -1, 64)
+	}
+	return s
+}
+
+// rowName is the row's cell, or its step and instance without a matrix.
+func rowName(r runner.ResultRow, steps int) string {
+	name := r.Cell
+	if name == "" {
+		name = "@" + r.Instance
+	}
+	if steps > 1 {
+		name = r.Step + "[" + name + "]"
+	}
+	return name
+}
+
+func distinctSteps(t runner.ResultTable) int {
+	seen := map[string]bool{}
+	for _, r := range t.Rows {
+		seen[r.Step] = true
+	}
+	return len(seen)
+}
+
+// writeResults prints the table for a person: last values of the metrics.
+func writeResults(w io.Writer, t runner.ResultTable) error {
+	tao := false
+	for _, r := range t.Rows {
+		tao = tao || r.NetworkArch != ""
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := append([]string{"CELL"}, t.Keys...)
+	head = append(head, "STATE", "TIME", "EPOCH")
+	if tao {
+		head = append(head, "TAO")
+	}
+	head = append(head, t.Metrics...)
+	head = append(head, "RESULTS")
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	steps := distinctSteps(t)
+	for _, r := range t.Rows {
+		line := []string{rowName(r, steps)}
+		for _, k := range t.Keys {
+			line = append(line, r.Matrix[k])
+		}
+		d := ""
+		if r.Seconds > 0 || r.State == string(engine.Succeeded) {
+			d = elapsed(r.Duration)
+		}
+		line = append(line, r.State, d, epochText(r))
+		if tao {
+			line = append(line, strings.TrimSpace(r.NetworkArch+" "+r.Action))
+		}
+		for _, m := range t.Metrics {
+			v, ok := r.Last[m]
+			if ok {
+				line = append(line, metricText(v))
+			} else {
+				line = append(line, "")
+			}
+		}
+		line = append(line, strings.Join(r.Results, " "))
+		fmt.Fprintln(tw, strings.Join(line, "\t"))
+	}
+	return tw.Flush()
+}
+
+// writeResultsCSV prints the table as CSV: every metric's last and best
+// value, numbers in full precision.
+func writeResultsCSV(w io.Writer, t runner.ResultTable) error {
+	cw := csv.NewWriter(w)
+	head := []string{"step", "cell", "instance"}
+	head = append(head, t.Keys...)
+	head = append(head, "state", "duration_s", "epoch", "max_epoch", "network_arch", "action")
+	for _, m := range t.Metrics {
+		head = append(head, m, m+"_best")
+	}
+	head = append(head, "results")
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	num := func(v float64, ok bool) string {
+		if !ok {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	ptr := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return num(*p, true)
+	}
+	for _, r := range t.Rows {
+		line := []string{r.Step, r.Cell, r.Instance}
+		for _, k := range t.Keys {
+			line = append(line, r.Matrix[k])
+		}
+		line = append(line, r.State, num(r.Seconds, true), ptr(r.Epoch), ptr(r.MaxEpoch), r.NetworkArch, r.Action)
+		for _, m := range t.Metrics {
+			v, ok := r.Last[m]
+			b, okb := r.Best[m]
+			line = append(line, num(v, ok), num(b, okb))
+		}
+		line = append(line, strings.Join(r.Results, " "))
+		if err := cw.Write(line); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// printResults prints the results table at the end of apply, when the run
+// launched jobs.
+func printResults(ctx context.Context, w io.Writer, a *runner.Apply) {
+	t, err := a.Results(context.WithoutCancel(ctx))
+	if err != nil || len(t.Rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	_ = writeResults(escapeWriter{w}, t)
+}
+
+// download brings a run's uploaded results back and says how each went.
+func download(ctx context.Context, sio stdio, store *state.Store, run string, cells []string, dir string) error {
+	ds, err := runner.DownloadResults(ctx, store, run, cells, dir)
+	if err != nil && len(ds) == 0 {
+		return usageError(err)
+	}
+	if len(ds) == 0 {
+		return fmt.Errorf("run %s uploaded no results", run)
+	}
+	failed := 0
+	for _, d := range ds {
+		if d.Err != nil {
+			failed++
+			fmt.Fprintf(escapeWriter{sio.err}, "taoflow: %s from %s: %v\n", d.Node, d.From, d.Err)
+			continue
+		}
+		how := "sha256 of every file checked"
+		if d.Checked == "size" {
+			how = "file count and bytes checked (the manifest has no checksums)"
+		}
+		fmt.Fprintf(escapeWriter{sio.out}, "%s: %d files (%d bytes) from %s in %s; %s\n", d.Node, d.Files, d.Bytes, d.From, d.To, how)
+	}
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d downloads did not match their manifests", failed, len(ds))
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
+)
+
+// ResultRow is one job of a run (a cell of a run step, or the step on one
+// instance) in the results table.
+type ResultRow struct {
+	Step     string            `json:"step"`
+	Cell     string            `json:"cell,omitempty"`
+	Matrix   map[string]string `json:"matrix,omitempty"`
+	Instance string            `json:"instance,omitempty"`
+	Job      string            `json:"job,omitempty"`
+	// State is the worst state among the nodes of the job's cell (its
+	// run, wait and upload nodes): failed, timed-out, canceled, skipped,
+	// running, pending, then succeeded.
+	State       string             `json:"state"`
+	Duration    time.Duration      `json:"-"`
+	Seconds     float64            `json:"duration_s"`
+	NetworkArch string             `json:"network_arch,omitempty"`
+	Action      string             `json:"action,omitempty"`
+	Epoch       *float64           `json:"epoch,omitempty"`
+	MaxEpoch    *float64           `json:"max_epoch,omitempty"`
+	Last        map[string]float64 `json:"last,omitempty"`
+	Best        map[string]float64 `json:"best,omitempty"`
+	Results     []string           `json:"results,omitempty"` // where uploads put them
+}
+
+// ResultTable is a run's results: its jobs with their metrics.
+type ResultTable struct {
+	RunID   string      `json:"run_id"`
+	Keys    []string    `json:"matrix_keys"` // the matrix keys, in the plan's order
+	Metrics []string    `json:"metrics"`     // every metric name, sorted
+	Rows    []ResultRow `json:"rows"`
+}
+
+// stateRank orders node states for a row's state, worst first.
+var stateRank = map[string]int{
+	string(engine.Failed): 0, string(engine.TimedOut): 1, string(engine.Canceled): 2, string(engine.Skipped): 3,
+	string(engine.Running): 4, string(engine.Pending): 5, string(engine.Succeeded): 6,
+}
+
+// Results builds the results table of run from the state: one row per
+// node of a run step, in graph order.
+func Results(ctx context.Context, store *state.Store, runID string) (ResultTable, error) {
+	nodes, err := store.Nodes(ctx, runID)
+	if err != nil {
+		return ResultTable{}, err
+	}
+	t := ResultTable{RunID: runID, Keys: []string{}, Metrics: []string{}, Rows: []ResultRow{}}
+	metrics := map[string]steps.Metrics{}
+	for _, n := range nodes {
+		if raw := n.Facts[steps.RecordMetrics]; raw != "" {
+			var m map[string]steps.Metrics
+			if json.Unmarshal([]byte(raw), &m) == nil {
+				maps.Copy(metrics, m)
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, n := range nodes {
+		job := n.Facts[factJob]
+		if job == "" || n.Finally {
+			continue // not a run node (or one that never launched)
+		}
+		row := ResultRow{Step: n.Step, Cell: n.Cell, Instance: n.Instance, Job: job,
+			NetworkArch: n.Facts[factNetworkArch], Action: n.Facts[factAction]}
+		var vals []cellValue
+		if json.Unmarshal([]byte(n.Facts[factMatrix]), &vals) == nil && len(vals) > 0 {
+			row.Matrix = map[string]string{}
+			for _, v := range vals {
+				row.Matrix[v.Key] = v.Value
+				if !slices.Contains(t.Keys, v.Key) {
+					t.Keys = append(t.Keys, v.Key)
+				}
+			}
+		}
+		// The nodes of the same cell (or, without a matrix, the same
+		// instance) make the job's state, time and results.
+		var start, end time.Time
+		row.State = n.State
+		for _, o := range nodes {
+			if o.Finally || o.Cell != n.Cell || (n.Cell == "" && o.Instance != n.Instance) {
+				continue
+			}
+			if stateRank[o.State] < stateRank[row.State] {
+				row.State = o.State
+			}
+			if !o.StartedAt.IsZero() && (start.IsZero() || o.StartedAt.Before(start)) {
+				start = o.StartedAt
+			}
+			if o.EndedAt.After(end) {
+				end = o.EndedAt
+			}
+			if to := o.Facts[factUploadedTo]; to != "" && o.State == string(engine.Succeeded) {
+				row.Results = append(row.Results, to)
+			}
+		}
+		if !start.IsZero() {
+			if end.IsZero() || row.State == string(engine.Running) {
+				end = time.Now()
+			}
+			row.Duration = end.Sub(start).Round(time.Second)
+			row.Seconds = row.Duration.Seconds()
+		}
+		if m, ok := metrics[job]; ok {
+			row.Epoch, row.MaxEpoch, row.Last, row.Best = m.Epoch, m.MaxEpoch, m.Last, m.Best
+			for k := range m.Last {
+				names[k] = true
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	t.Metrics = slices.Sorted(maps.Keys(names))
+	return t, nil
+}
+
+// Sort orders the rows by metric, best first (lowest first for a loss or
+// an error, highest first otherwise); rows without the metric go last.
+func (t *ResultTable) Sort(metric string) error {
+	if !slices.Contains(t.Metrics, metric) {
+		return fmt.Errorf("no metric %q in run %s (it has: %v)", metric, t.RunID, t.Metrics)
+	}
+	lower := steps.LowerIsBetter(metric)
+	slices.SortStableFunc(t.Rows, func(a, b ResultRow) int {
+		va, oka := a.Last[metric]
+		vb, okb := b.Last[metric]
+		switch {
+		case !oka || !okb:
+			return cmp.Compare(boolInt(!oka), boolInt(!okb))
+		case lower:
+			return cmp.Compare(va, vb)
+		}
+		return cmp.Compare(vb, va)
+	})
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Results is the results table of the run so far.
+func (a *Apply) Results(ctx context.Context) (ResultTable, error) {
+	return Results(ctx, a.store, a.ID)
+}

@@ -1,0 +1,56 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// hashScript prints "SHA256  ./PATH" for every regular file under from
+// (on the instance; symbolic links are neither followed nor hashed, as
+// uploads copy no link targets), the manifest at the top left out; it prints nothing
+// where sha256sum is missing.
+func hashScript(from string) string {
+	return fmt.Sprintf(`src=%s
+[ -d "$src" ] || exit %d
+command -v sha256sum >/dev/null 2>&1 || exit 0
+cd "$src" && find . -type f ! -path ./%s -print0 | xargs -0r sha256sum
+`, shellPath(from), exitNoSource, manifestName)
+}
+
+// parseHashes reads hashScript's output into path → sha256, keeping only
+// the paths keep accepts (nil: all). Escaped names (sha256sum's leading
+// backslash, for a name with a newline) are left out.
+func parseHashes(out []byte, keep func(string) bool) map[string]string {
+	sums := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		sum, path, ok := strings.Cut(line, "  ")
+		if !ok || len(sum) != 64 || strings.HasPrefix(sum, "\\") {
+			continue
+		}
+		path = strings.TrimPrefix(path, "./")
+		if keep == nil || keep(path) {
+			sums[path] = sum
+		}
+	}
+	if len(sums) == 0 {
+		return nil
+	}
+	return sums
+}
+
+// checksums hashes the files under from on the instance for the manifest.
+// A failure is logged and leaves the manifest without checksums (the
+// copy was already verified by count and size).
+func (s *Steps) checksums(ctx context.Context, req Request, from string, keep func(string) bool) map[string]string {
+	res, err := s.exec(ctx, req.Instance, hashScript(from), nil)
+	if err != nil || res.ExitCode != 0 {
+		fmt.Fprintf(req.Log, "could not hash %s for the manifest; it records counts and sizes only\n", from)
+		return nil
+	}
+	sums := parseHashes(res.Stdout, keep)
+	if sums == nil {
+		fmt.Fprintf(req.Log, "no sha256sum on %s: the manifest records counts and sizes only\n", req.Instance.Name)
+	}
+	return sums
+}
