@@ -664,7 +664,9 @@ func TestContainerCleanup(t *testing.T) {
 	if err := e.steps.Cleanup(context.Background(), e.inst); err != nil {
 		t.Fatal(err)
 	}
-	if got := containers(t, labelInstance+"="+e.inst.Name); len(got) != 0 {
+	// This run's only: other packages' tests share the engine, and their
+	// instances may have the same name.
+	if got := containers(t, labelRun+"="+e.run, labelInstance+"="+e.inst.Name); len(got) != 0 {
 		t.Errorf("containers of the run left on %s: %q", e.inst.Name, got)
 	}
 	if !exists(t, other) {

@@ -93,10 +93,14 @@ func (e *dockerEnv) runContainer(t testing.TB, id string, pairs ...any) *logBuf 
 	return log
 }
 
-// containers returns the names of the containers labelled label.
-func containers(t *testing.T, label string) []string {
+// containers returns the names of the containers that carry every label.
+func containers(t *testing.T, labels ...string) []string {
 	t.Helper()
-	out, err := testrig.Docker(t, "ps", "-a", "--filter", "label="+label, "--format", "{{.Names}}")
+	args := []string{"ps", "-a", "--format", "{{.Names}}"}
+	for _, l := range labels {
+		args = append(args, "--filter", "label="+l)
+	}
+	out, err := testrig.Docker(t, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
