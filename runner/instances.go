@@ -297,16 +297,24 @@ func (in *instances) stopJobs(ctx context.Context, name string, inst platform.In
 // instance name: one recorded and not yet known to be gone. When the state
 // cannot say, it assumes one may.
 func (in *instances) jobsLaunched(ctx context.Context, name string) bool {
+	jobs, err := in.aliveJobs(ctx, name)
+	return err != nil || len(jobs) > 0
+}
+
+// aliveJobs returns the run's jobs on instance name that the state does
+// not know to be gone.
+func (in *instances) aliveJobs(ctx context.Context, name string) ([]state.Resource, error) {
 	alive, err := in.store.Alive(ctx, in.run)
 	if err != nil {
-		return true
+		return nil, err
 	}
+	var jobs []state.Resource
 	for _, r := range alive {
 		if r.Kind == state.KindJob && r.Instance == name {
-			return true
+			jobs = append(jobs, r)
 		}
 	}
-	return false
+	return jobs, nil
 }
 
 // note tells the view about an instance, if anyone listens.
@@ -318,15 +326,13 @@ func (in *instances) note(name, msg string) {
 
 // markJobsGone records that the run's jobs on an instance were stopped.
 func (in *instances) markJobsGone(ctx context.Context, name string) error {
-	alive, err := in.store.Alive(ctx, in.run)
+	jobs, err := in.aliveJobs(ctx, name)
 	if err != nil {
 		return err
 	}
-	for _, r := range alive {
-		if r.Kind == state.KindJob && r.Instance == name {
-			if err := in.store.MarkDeleted(ctx, r.ID); err != nil {
-				return err
-			}
+	for _, r := range jobs {
+		if err := in.store.MarkDeleted(ctx, r.ID); err != nil {
+			return err
 		}
 	}
 	return nil
