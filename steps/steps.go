@@ -257,7 +257,7 @@ const privatePrelude = `umask 077
 // transientTries); a cancelled ctx is returned as its cause.
 func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string, stdin []byte) (platform.Result, error) {
 	if script != probeScript {
-		// The probe stays the two words it is (DESIGN §4): it creates
+		// The probe stays the two words it is (docs/design.md §5): it creates
 		// nothing.
 		script = privatePrelude + script
 	}

@@ -60,7 +60,7 @@ progress. --json prints the same as one JSON object for scripts.`,
 				return err
 			}
 			if store == nil {
-				// No state yet: no runs, not an error (DESIGN §2).
+				// No state yet: no runs, not an error (docs/design.md §2).
 				if len(args) == 1 {
 					return runner.UnknownRun(args[0], nil)
 				}
