@@ -117,7 +117,7 @@ func (c *checker) waitWithoutTimeout(s *Step) {
 	}
 	var billed []string
 	for _, in := range c.pool(s) {
-		if in.Create && c.p.Platform.Kind == PlatformBrev {
+		if in.Bills(c.p.Platform.Kind) {
 			billed = append(billed, in.Name)
 		}
 	}

@@ -163,6 +163,12 @@ func (in *Instance) RunCreates(kind string) bool {
 	return kind == PlatformLocal || in.Create
 }
 
+// Bills reports whether the run creates the instance on a platform of kind
+// that bills for it from its creation (brev).
+func (in *Instance) Bills(kind string) bool {
+	return kind == PlatformBrev && in.Create
+}
+
 // Instance returns the instance named name, or nil.
 func (p *Plan) Instance(name string) *Instance {
 	for _, in := range p.Instances {
@@ -277,12 +283,9 @@ func (p *Plan) MatrixRoot(s *Step) *Step {
 // Billed returns the instances this plan creates on a platform that bills
 // for them from creation (brev), in file order: what apply asks about.
 func (p *Plan) Billed() []*Instance {
-	if p.Platform.Kind != PlatformBrev {
-		return nil
-	}
 	var out []*Instance
 	for _, in := range p.Instances {
-		if in.Create {
+		if in.Bills(p.Platform.Kind) {
 			out = append(out, in)
 		}
 	}

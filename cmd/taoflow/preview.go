@@ -66,10 +66,10 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 	pv := &preview{Instances: []previewInstance{}, Steps: []previewStep{}, Secrets: []previewSecret{}, Warnings: []diagnosticJSON{}, nodes: map[string][]string{}}
 	for _, in := range p.Instances {
 		pi := previewInstance{Name: in.Name, Slots: in.Slots, Action: "use", Existing: in.Existing, Host: in.Host}
-		if in.Create || p.Platform.Kind == plan.PlatformLocal {
+		if in.RunCreates(p.Platform.Kind) {
 			pi.Action = "create"
 			pi.Type = in.CreateType
-			pi.Billed = p.Platform.Kind == plan.PlatformBrev
+			pi.Billed = in.Bills(p.Platform.Kind)
 			pi.DeletedAtTeardown = !in.Keep
 		}
 		if pi.Action == "create" {
