@@ -3,11 +3,13 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/taoflow/taoflow/state"
 )
@@ -21,6 +23,19 @@ func sleeper(t *testing.T) (*exec.Cmd, func() syscall.Signal) {
 	cmd := exec.Command("sleep", "300")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
+	}
+	// Start returns once exec has begun; the new program's argv is set a
+	// moment later, and /proc/PID/cmdline read before then is empty (seen
+	// on a loaded CI machine). Identities are taken once it reads as sleep's.
+	want := "sleep\x00300\x00"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid))
+		if string(b) == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/proc/%d/cmdline = %q after 10 s, want %q", cmd.Process.Pid, b, want)
+		}
 	}
 	ended := false
 	end := func() syscall.Signal {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/taoflow/taoflow/internal/shellquote"
@@ -170,6 +171,11 @@ var unreachableSigns = []struct{ sign, why string }{
 	{"dial tcp", "connection"},
 }
 
+// status401 is an HTTP 401 in docker's message, not the digits 401 inside
+// a port or an address (":40151" once made a TLS failure read as a refused
+// key).
+var status401 = regexp.MustCompile(`(^|[^0-9.:])401([^0-9]|$)`)
+
 // registryUnreachable reports whether docker's stderr says the registry
 // could not be reached, rather than that it refused the key or the image.
 func registryUnreachable(stderr []byte) bool { return unreachableWhy(stderr) != "" }
@@ -177,7 +183,7 @@ func registryUnreachable(stderr []byte) bool { return unreachableWhy(stderr) != 
 // unreachableWhy names why the registry could not be reached, or "".
 func unreachableWhy(stderr []byte) string {
 	msg := string(stderr)
-	if strings.Contains(msg, "unauthorized") || strings.Contains(msg, "401") {
+	if strings.Contains(msg, "unauthorized") || status401.MatchString(msg) {
 		return ""
 	}
 	for _, s := range unreachableSigns {

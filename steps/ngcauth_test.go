@@ -100,6 +100,7 @@ func TestUnreachableWhy(t *testing.T) {
 		"refused":     {`Get "http://127.0.0.1:1/v2/": dial tcp 127.0.0.1:1: connect: connection refused`, "connection refused"},
 		"timeout":     {`Get "https://nvcr.io/v2/": net/http: request canceled while waiting for connection (Client.Timeout exceeded while awaiting headers)`, "connection timed out"},
 		"tls":         {`Get "https://10.0.0.5:5000/v2/": tls: failed to verify certificate: x509: certificate signed by unknown authority`, "TLS certificate"},
+		"401 in port": {`Error response from daemon: Get "https://192.0.2.2:40151/v2/": x509: certificate is valid for 127.0.0.1, ::1, not 192.0.2.2`, "TLS certificate"},
 		"plain http":  {`Get "https://10.0.0.5:5000/v2/": http: server gave HTTP response to HTTPS client`, "TLS: the registry speaks plain HTTP"},
 		"bad key":     {`Error response from daemon: Get "https://nvcr.io/v2/": unauthorized: authentication required`, ""},
 		"401":         {`Error response from daemon: login attempt to http://127.0.0.1:5000/v2/ failed with status: 401 Unauthorized`, ""},
