@@ -18,7 +18,7 @@ PKGS      := ./...
 # What the tests run for real: an OpenSSH server, a Docker registry with
 # htpasswd auth, the AWS CLI and an S3 gateway (versitygw). The Docker Engine
 # itself must already be running.
-DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils
+DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils shellcheck
 VERSITYGW := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
 all: build
@@ -55,11 +55,12 @@ fuzz:
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine ./internal/dag ./secret ./state ./platform/... ./steps
 
-## lint: formatting, vet, golangci-lint (import direction), go.mod tidiness, example plans
-lint: tools
+## lint: formatting, vet, golangci-lint (import direction), shellcheck of the remote scripts, go.mod tidiness, example plans
+lint: tools deps
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GOLANGCI) run $(PKGS)
+	shellcheck -s sh steps/scripts/*.sh
 	$(GO) mod tidy -diff
 	$(MAKE) examples
 

@@ -55,68 +55,14 @@ type process struct {
 // canceled.
 const defaultTermGrace = 5 * time.Second
 
-// funcs returns procFuncs with the TERM grace set.
+// funcs returns the shared process functions (scripts/procfuncs.sh)
+// with the TERM grace set.
 func (p *process) funcs() string {
-	return fmt.Sprintf("tf_limit=%d\n", max(1, int((p.termGrace+99*time.Millisecond)/(100*time.Millisecond)))) + procFuncs
+	tenths := max(1, int((p.termGrace+99*time.Millisecond)/(100*time.Millisecond)))
+	return script(Params{"tf_limit": strconv.Itoa(tenths)}, "procfuncs")
 }
 
 var _ runtime = (*process)(nil)
-
-// procFuncs are shell functions the process scripts share.
-//
-// tf_alive PID: PID is a live process (not a zombie: an instance whose init
-// does not reap orphans keeps them).
-// tf_group PGID: the process group has a live member.
-// tf_pid DIR: reads DIR/pid into tf_p; fails unless it holds a pid > 1.
-// tf_term DIR: marks the job canceled and sends TERM to its group, adding
-// the group to $tf_pids; nothing for a job that has ended.
-// tf_reap: waits up to $tf_limit tenths of a second for the groups in
-// $tf_pids to end, then KILLs what is left.
-const procFuncs = `tf_alive() {
-	kill -0 "$1" 2>/dev/null || return 1
-	[ -r "/proc/$1/stat" ] || return 0
-	tf_s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-	[ -n "$tf_s" ] && [ "$tf_s" != Z ]
-}
-tf_group() {
-	if [ -r /proc/self/stat ]; then
-		cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '{ sub(/.*\) /, "") } $3 == g && $1 != "Z" { f = 1 } END { exit !f }'
-	else
-		kill -0 -"$1" 2>/dev/null
-	fi
-}
-tf_pid() {
-	tf_p=$(cat "$1/pid" 2>/dev/null) || return 1
-	case $tf_p in ''|*[!0-9]*) return 1;; esac
-	[ "$tf_p" -gt 1 ]
-}
-tf_pids=
-tf_term() {
-	tf_pid "$1" || return 0
-	[ -f "$1/rc" ] && return 0
-	: > "$1/canceled"
-	if tf_group "$tf_p"; then
-		kill -TERM -"$tf_p" 2>/dev/null
-		tf_pids="$tf_pids $tf_p"
-		echo "stopping job ${1##*/} (process group $tf_p)"
-	fi
-}
-tf_reap() {
-	tf_i=0
-	while :; do
-		tf_left=
-		for tf_g in $tf_pids; do tf_group "$tf_g" && tf_left="$tf_left $tf_g"; done
-		[ -z "$tf_left" ] && return 0
-		[ "$tf_i" -ge "$tf_limit" ] && break
-		sleep 0.1
-		tf_i=$((tf_i + 1))
-	done
-	for tf_g in $tf_left; do
-		kill -KILL -"$tf_g" 2>/dev/null
-		echo "process group $tf_g did not stop within $((tf_limit / 10))s of TERM; killed it"
-	done
-}
-`
 
 // supervisor is the detached shell that runs a job; $1 is its directory.
 const supervisor = `d=$1

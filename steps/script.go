@@ -1,0 +1,60 @@
+package steps
+
+import (
+	"embed"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/taoflow/taoflow/internal/shellquote"
+)
+
+// The remote shell taoflow runs on instances lives in scripts/*.sh, one
+// file per script or function library, checked by `shellcheck -s sh` in
+// `make lint`. Go never formats values into a script's text: script()
+// puts a prelude of quoted assignments in front of the files, and the
+// scripts read their parameters as variables. Each file names the
+// parameters it reads in its header comment.
+//
+//go:embed scripts/*.sh
+var scriptFS embed.FS
+
+// Params are a script's parameters: shell variable name → value. Every
+// value arrives as one shell word (shellquote), whatever it holds.
+type Params map[string]string
+
+// paramName is what a parameter may be called: a plain shell variable,
+// not one of the shell's own (those are upper case).
+var paramName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// script returns the prelude setting params followed by the named
+// embedded scripts (scripts/NAME.sh), in order. It panics on a name
+// that is not embedded or a parameter name that is not a plain
+// lower-case shell variable: both are programming errors, caught by the
+// first test that renders the script.
+func script(params Params, names ...string) string {
+	var b strings.Builder
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		if !paramName.MatchString(k) {
+			panic(fmt.Sprintf("steps: script parameter %q is not a lower-case shell variable name", k))
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(k + "=" + shellquote.Quote(params[k]) + "\n")
+	}
+	for _, n := range names {
+		body, err := scriptFS.ReadFile("scripts/" + n + ".sh")
+		if err != nil {
+			panic(fmt.Sprintf("steps: no embedded script %q: %v", n, err))
+		}
+		b.Write(body)
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
