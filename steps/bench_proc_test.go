@@ -154,9 +154,11 @@ func (e *benchEnv) poll(b *testing.B, pl platform.Platform, probes []probe, want
 	}
 }
 
-// measure runs verb once under strace to count its processes, then b.N
-// times for its time and CPU, and reports them per job (jobs per call).
+// measure runs verb once to warm up, once under strace to count its
+// processes, then b.N times for its time and CPU, and reports them per job
+// (jobs per call). TAOFLOW_BENCH_TRACE=1 logs the traced execve calls.
 func (e *benchEnv) measure(b *testing.B, jobs int, verb func(platform.Platform)) {
+	verb(e.local) // what happens once per instance (mkdir -p ~/.taoflow/jobs, its chmod) is not counted
 	verb(&tracing{Platform: e.local, file: e.trace})
 	execs, forks := countTrace(b, e.trace)
 	reap()
@@ -199,6 +201,9 @@ func countTrace(b *testing.B, file string) (execs, forks int) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		l := sc.Text()
+		if os.Getenv("TAOFLOW_BENCH_TRACE") != "" && strings.Contains(l, "execve") {
+			b.Log(l)
+		}
 		switch {
 		case strings.Contains(l, "execve(") && strings.HasSuffix(l, "= 0"),
 			strings.Contains(l, "<... execve resumed>") && strings.HasSuffix(l, "= 0"):

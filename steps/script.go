@@ -58,3 +58,20 @@ func script(params Params, names ...string) string {
 	}
 	return b.String()
 }
+
+// words writes a list as one parameter value: each item as one shell word
+// (shellquote), separated by spaces. A script turns it back into its
+// positional parameters, item for item whatever they hold, with
+//
+//	eval "set -- $tf_list"
+//
+// which is safe because every item is quoted: eval only removes the
+// quotes that Quote added. Lists of a fixed stride (a poll's ID OFFSET
+// RESULTS triples) are read with shift.
+func words(items ...string) string {
+	q := make([]string, len(items))
+	for i, it := range items {
+		q[i] = shellquote.Quote(it)
+	}
+	return strings.Join(q, " ")
+}

@@ -244,13 +244,10 @@ const transientTries = 4
 
 var transientBackoff = time.Second
 
-// privatePrelude starts every script but the readiness probe: what a
-// script creates on the instance (job directories, logs that hold what the
-// job printed, copies of container logs, temporary files) is the user's
-// alone, and so is ~/.taoflow when an older taoflow made it 0755.
-const privatePrelude = `umask 077
-[ ! -d "$HOME/.taoflow" ] || chmod go= "$HOME/.taoflow" 2>/dev/null
-`
+// privatePrelude starts every script but the readiness probe
+// (scripts/private.sh): what a script creates on the instance is the
+// user's alone.
+var privatePrelude = script(nil, "private")
 
 // exec runs script on inst with the given stdin (nil is none), after
 // privatePrelude. A transient transport failure is tried again (see
