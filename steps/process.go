@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
@@ -67,11 +66,6 @@ func (p *process) funcs(params Params, names ...string) string {
 }
 
 var _ runtime = (*process)(nil)
-
-// jobDir is the job directory of id as a shell word.
-func jobDir(id string) string {
-	return `"$HOME"/` + shellquote.Quote(jobsDir+"/"+id)
-}
 
 // workdirName names a job's working directory in messages: "" is the
 // home directory.

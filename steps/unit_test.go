@@ -2,7 +2,9 @@ package steps
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -188,22 +190,35 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
-func TestShellPath(t *testing.T) {
+// TestHomePath: scripts/home.sh reads a leading ~ or ~/ as $HOME and
+// leaves everything else as it is, never evaluating it.
+func TestHomePath(t *testing.T) {
 	tests := map[string]struct {
 		in, want string
 	}{
-		"home":         {"~", `"$HOME"`},
-		"home slash":   {"~/", `"$HOME"`},
-		"under home":   {"~/results/c 1", `"$HOME"/'results/c 1'`},
+		"home":         {"~", "/h o"},
+		"home slash":   {"~/", "/h o/"},
+		"under home":   {"~/results/c 1", "/h o/results/c 1"},
 		"absolute":     {"/data/x", "/data/x"},
-		"tilde user":   {"~root/x", `'~root/x'`},
-		"command text": {"~/$(rm -rf /)", `"$HOME"/'$(rm -rf /)'`},
+		"tilde user":   {"~root/x", "~root/x"},
+		"command text": {"~/$(touch pwned)", "/h o/$(touch pwned)"},
 		"relative":     {"res", "res"},
+		"empty":        {"", ""},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := shellPath(tt.in); got != tt.want {
-				t.Errorf("shellPath(%q) = %s, want %s", tt.in, got, tt.want)
+			cmd := exec.Command("/bin/sh", "-c", script(Params{"p": tt.in}, "home")+`tf_home "$p"; printf %s "$tf_h"`)
+			cmd.Env = []string{"HOME=/h o"}
+			cmd.Dir = t.TempDir()
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tt.want {
+				t.Errorf("tf_home %q = %q, want %q", tt.in, out, tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(cmd.Dir, "pwned")); err == nil {
+				t.Errorf("tf_home %q ran a command", tt.in)
 			}
 		})
 	}
