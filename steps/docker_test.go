@@ -449,17 +449,20 @@ func TestContainerPollBatches(t *testing.T) {
 	var perPoll []int     // docker inspect runs during each poll
 	var jobsPerPoll []int // jobs each poll asked about
 	counting := false
+	jobPrefix := "" // set once the run is known, before counting starts
 	e := newDockerEnv(t, func(p platform.Platform) platform.Platform {
 		return &countPlatform{Platform: p, after: func(script string, before int) {
 			mu.Lock()
 			defer mu.Unlock()
 			if counting && isPoll(script) {
 				perPoll = append(perPoll, inspects()-before)
-				jobsPerPoll = append(jobsPerPoll, strings.Count(script, "\ntf_poll "))
+				// Each job's id is in the poll's tf_probes once.
+				jobsPerPoll = append(jobsPerPoll, strings.Count(script, jobPrefix))
 			}
 		}, count: inspects}
 	})
 	const n = 20
+	jobPrefix = plan.JobPrefix(e.run) + "train."
 	jobs := make([]Job, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
