@@ -154,11 +154,14 @@ func (e *benchEnv) poll(b *testing.B, pl platform.Platform, probes []probe, want
 	}
 }
 
-// measure runs verb once to warm up, once under strace to count its
+// measure runs verb twice to warm up, once under strace to count its
 // processes, then b.N times for its time and CPU, and reports them per job
 // (jobs per call). TAOFLOW_BENCH_TRACE=1 logs the traced execve calls.
 func (e *benchEnv) measure(b *testing.B, jobs int, verb func(platform.Platform)) {
-	verb(e.local) // what happens once per instance (mkdir -p ~/.taoflow/jobs, its chmod) is not counted
+	// What happens once per instance is not counted: the first call
+	// makes ~/.taoflow/jobs, the second makes ~/.taoflow private.
+	verb(e.local)
+	verb(e.local)
 	verb(&tracing{Platform: e.local, file: e.trace})
 	execs, forks := countTrace(b, e.trace)
 	reap()
