@@ -227,7 +227,7 @@ func subreaper(b *testing.B) {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
 		b.Fatalf("prctl(PR_SET_CHILD_SUBREAPER): %v", errno)
 	}
-	b.Cleanup(func() { syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0) })
+	b.Cleanup(func() { _, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0) })
 }
 
 // reap collects the orphans that have exited (never a child os/exec still
