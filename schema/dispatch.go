@@ -1,0 +1,200 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// Validate checks a plan (the JSON-shaped value of a YAML plan) against the
+// schema and returns nil or a *jsonschema.ValidationError whose leaves are
+// the same failures, at the same instance and absolute keyword locations, as
+// Compile().Validate would report.
+//
+// It is faster on large plans because a step's `uses` selects the settings
+// schema of its kind once: the schema writes that choice as an allOf of
+// seven `if uses == K then S` branches on $defs/step (the standard form, for
+// editors), which a general validator evaluates seven times per step, each
+// failed `if` allocating an error. Validate compiles the schema without that
+// allOf, then checks each step against the one `then` its `uses` names. The
+// branches are read from the schema, so the two cannot drift; a branch of
+// another form is a compile error (see dispatcher).
+func Validate(doc any) error {
+	d, err := compileDispatch()
+	if err != nil {
+		return err
+	}
+	var causes []*jsonschema.ValidationError
+	if err := d.base.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return err
+		}
+		causes = append(causes, ve)
+	}
+	root, _ := doc.(map[string]any)
+	for _, list := range stepLists {
+		steps, _ := root[list].([]any)
+		for i, s := range steps {
+			step, ok := s.(map[string]any)
+			if !ok {
+				continue
+			}
+			uses, _ := step["uses"].(string)
+			k, ok := d.kinds[uses]
+			if !ok {
+				continue // no branch's if holds: only the base schema applies
+			}
+			err := k.schema.Validate(step)
+			if err == nil {
+				continue
+			}
+			var ve *jsonschema.ValidationError
+			if !errors.As(err, &ve) {
+				return err
+			}
+			at := "/" + list + "/" + strconv.Itoa(i)
+			rebase(ve, at, "/properties/"+list+"/items/$ref/"+k.keyword)
+			causes = append(causes, ve)
+		}
+	}
+	if len(causes) == 0 {
+		return nil
+	}
+	return &jsonschema.ValidationError{
+		AbsoluteKeywordLocation: URL + "#",
+		Message:                 "doesn't validate with " + URL + "#",
+		Causes:                  causes,
+	}
+}
+
+// stepLists are the top-level keys whose items are $defs/step, the only
+// places the schema refers to it (checked when compiling).
+var stepLists = []string{"steps", "finally"}
+
+// rebase makes the locations of an error found by validating one step on
+// its own relative to the plan.
+func rebase(ve *jsonschema.ValidationError, instance, keyword string) {
+	ve.InstanceLocation = instance + ve.InstanceLocation
+	ve.KeywordLocation = keyword + ve.KeywordLocation
+	for _, c := range ve.Causes {
+		rebase(c, instance, keyword)
+	}
+}
+
+type kindSchema struct {
+	schema  *jsonschema.Schema
+	keyword string // "allOf/N/then", relative to $defs/step
+}
+
+type dispatcher struct {
+	base  *jsonschema.Schema
+	kinds map[string]kindSchema // by the value of uses
+}
+
+var compileDispatch = sync.OnceValues(func() (*dispatcher, error) {
+	dec := json.NewDecoder(bytes.NewReader(JSON))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("schema: decode: %w", err)
+	}
+	if refs := refsTo(doc, "#/$defs/step", ""); !reflect.DeepEqual(refs, []string{"/properties/finally/items", "/properties/steps/items"}) {
+		return nil, fmt.Errorf("schema: $defs/step is referred to at %v; Validate dispatches only steps and finally items", refs)
+	}
+	defs, _ := doc["$defs"].(map[string]any)
+	step, _ := defs["step"].(map[string]any)
+	branches, _ := step["allOf"].([]any)
+	d := &dispatcher{kinds: map[string]kindSchema{}}
+	full, err := newCompiler(JSON)
+	if err != nil {
+		return nil, err
+	}
+	for i, b := range branches {
+		kind, ok := usesBranch(b)
+		if !ok {
+			return nil, fmt.Errorf("schema: $defs/step/allOf/%d is not {if: {properties: {uses: {const: KIND}}, required: [uses]}, then: …}", i)
+		}
+		if _, dup := d.kinds[kind]; dup {
+			return nil, fmt.Errorf("schema: $defs/step/allOf/%d: a second branch for uses %q", i, kind)
+		}
+		kw := "allOf/" + strconv.Itoa(i) + "/then"
+		s, err := full.Compile(URL + "#/$defs/step/" + kw)
+		if err != nil {
+			return nil, fmt.Errorf("schema: compile %s: %w", kw, err)
+		}
+		d.kinds[kind] = kindSchema{schema: s, keyword: kw}
+	}
+	delete(step, "allOf")
+	text, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("schema: encode: %w", err)
+	}
+	c, err := newCompiler(text)
+	if err != nil {
+		return nil, err
+	}
+	if d.base, err = c.Compile(URL); err != nil {
+		return nil, fmt.Errorf("schema: compile: %w", err)
+	}
+	return d, nil
+})
+
+func newCompiler(text []byte) (*jsonschema.Compiler, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = false
+	if err := c.AddResource(URL, bytes.NewReader(text)); err != nil {
+		return nil, fmt.Errorf("schema: load %s: %w", URL, err)
+	}
+	return c, nil
+}
+
+// usesBranch reports whether b is exactly {if: {properties: {uses: {const:
+// KIND}}, required: [uses]}, then: …} and returns KIND. Any other form
+// could hold for a step whatever its uses, so it is refused.
+func usesBranch(b any) (string, bool) {
+	m, _ := b.(map[string]any)
+	cond, _ := m["if"].(map[string]any)
+	if len(m) != 2 || m["then"] == nil || len(cond) != 2 {
+		return "", false
+	}
+	if !reflect.DeepEqual(cond["required"], []any{"uses"}) {
+		return "", false
+	}
+	props, _ := cond["properties"].(map[string]any)
+	uses, _ := props["uses"].(map[string]any)
+	kind, ok := uses["const"].(string)
+	if len(props) != 1 || len(uses) != 1 || !ok {
+		return "", false
+	}
+	return kind, true
+}
+
+// refsTo lists the JSON pointers of the subschemas holding "$ref": ref,
+// sorted.
+func refsTo(v any, ref, at string) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		if v["$ref"] == ref {
+			out = append(out, at)
+		}
+		for k, c := range v {
+			out = append(out, refsTo(c, ref, at+"/"+k)...)
+		}
+	case []any:
+		for i, c := range v {
+			out = append(out, refsTo(c, ref, at+"/"+strconv.Itoa(i))...)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
