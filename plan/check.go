@@ -251,16 +251,22 @@ func (c *checker) numbers() {
 		if !ok {
 			continue
 		}
-		ints = append(ints, num{"max_parallel", v.Get("max_parallel"), false})
-		durs = append(durs, num{"timeout", v.Get("timeout"), false})
+		if mp := v.Get("max_parallel"); mp != nil {
+			ints = append(ints, num{"max_parallel", mp, false})
+		}
+		if t := v.Get("timeout"); t != nil {
+			durs = append(durs, num{"timeout", t, false})
+		}
 		if r := v.Get("retries"); r != nil && r.Kind == Map {
 			ints = append(ints, num{"retries.max", r.Get("max"), false})
 			durs = append(durs, num{"retries.backoff", r.Get("backoff"), false})
-		} else {
+		} else if r != nil {
 			ints = append(ints, num{"retries", r, false})
 		}
-		for _, key := range []string{"timeout", "interval", "ready_timeout"} {
-			durs = append(durs, num{"with." + key, s.With.Get(key), false})
+		for _, key := range []string{"with.timeout", "with.interval", "with.ready_timeout"} {
+			if d := s.With.Get(key[len("with."):]); d != nil {
+				durs = append(durs, num{key, d, false})
+			}
 		}
 		if g := s.With.Get("gpus"); g != nil && g.Tag != "!!str" {
 			ints = append(ints, num{"with.gpus", g, false})
