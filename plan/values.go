@@ -58,7 +58,7 @@ func refsUnder(v *Value) (vars, cells bool, keys map[string]bool) {
 				case NSMatrix:
 					cells = true
 					keys[r.Name] = true
-				case NSCell:
+				case NSCell, NSSlot:
 					cells = true
 				}
 			}
@@ -106,6 +106,13 @@ func (cs *cellScope) lookup(p *Plan) func(Ref) (string, bool) {
 				return strconv.Itoa(cs.index), true
 			case "id":
 				return cs.id(), true
+			}
+		case NSSlot:
+			// Which slot a cell holds, and so its GPUs, is known only when
+			// it runs; slot 0 of one GPU stands for every one (both are
+			// digits and commas).
+			if cs != nil && (r.Name == "index" || r.Name == "gpus") {
+				return "0", true
 			}
 		}
 		return "", false
