@@ -30,7 +30,7 @@ func (p instPhase) String() string {
 // instRun is one instance of the plan during a run.
 type instRun struct {
 	name        string
-	slots, used int // used: cells placed on it whose last node has not ended
+	slots, used int    // used: cells placed on it whose last node has not ended
 	busy        []bool // busy[i]: a cell holds slot i
 	phase       instPhase
 	acquireErr  error // why it is unavailable
