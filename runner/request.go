@@ -49,5 +49,22 @@ func PreviewRequest(g *engine.Graph, run string, n *engine.Node) steps.Request {
 		return t.Instance
 	}
 	inst := placed(n)
-	return StepRequest(g, run, n, platform.Instance{Name: inst}, g.With(n, engine.Scope{RunID: run, Instance: inst}), g.Upstream(n, n.Instance, placed))
+	var slot *engine.Slot
+	if n.Cell != nil {
+		// Which slot a cell holds is known when it runs: show slot 0, with
+		// the GPUs it has when the instance declares them, else one GPU
+		// per slot (the least preflight lets through).
+		name := inst
+		if g.Plan.Instance(name) == nil && len(n.Pool) > 0 {
+			name = n.Pool[0]
+		}
+		if in := g.Plan.Instance(name); in != nil {
+			slot = &engine.Slot{Index: 0, GPUs: plan.SlotGPUs(max(in.GPUs, in.Slots), in.Slots, 0)}
+		}
+	}
+	req := StepRequest(g, run, n, platform.Instance{Name: inst}, g.With(n, engine.Scope{RunID: run, Instance: inst, Slot: slot}), g.Upstream(n, n.Instance, placed))
+	if slot != nil {
+		req.Slot = &steps.Slot{Index: slot.Index, GPUs: slot.GPUs}
+	}
+	return req
 }
