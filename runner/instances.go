@@ -356,10 +356,9 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		return fmt.Errorf("instance %s is not available", t.Instance)
 	}
 	n := t.Node
-	req := StepRequest(e.g, e.run, n, inst, t.With, t.Upstream)
+	req := StepRequest(e.g, e.run, n, inst, t.With, t.Upstream, t.Slot)
 	req.Attempt, req.Log, req.Progress, req.Release = t.Attempt, t.Log, t.Progress, t.Release
 	if t.Slot != nil {
-		req.Slot = &steps.Slot{Index: t.Slot.Index, GPUs: t.Slot.GPUs}
 		// A resumed run gives the cell the same slot, and so the same
 		// GPUs its job may still be using.
 		if err := e.store.SetNodeFact(ctx, e.run, n.ID, factSlot, strconv.Itoa(t.Slot.Index)); err != nil {

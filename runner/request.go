@@ -13,8 +13,11 @@ import (
 // resolved: a wait follows the jobs of the run nodes among them, each
 // with the with: of the instance it ran on. The caller adds what only a
 // live run has (attempt, log, progress, release, facts).
-func StepRequest(g *engine.Graph, run string, n *engine.Node, inst platform.Instance, with *plan.Value, upstream []engine.Upstream) steps.Request {
+func StepRequest(g *engine.Graph, run string, n *engine.Node, inst platform.Instance, with *plan.Value, upstream []engine.Upstream, slot *engine.Slot) steps.Request {
 	req := steps.Request{NodeID: n.ID, Step: n.Step, Instance: inst, With: with, JobID: n.JobID}
+	if slot != nil {
+		req.Slot = &steps.Slot{Index: slot.Index, GPUs: slot.GPUs}
+	}
 	if n.Cell != nil {
 		c := &steps.Cell{ID: n.Cell.ID, Index: n.Cell.Index}
 		for _, v := range n.Cell.Values {
@@ -62,9 +65,5 @@ func PreviewRequest(g *engine.Graph, run string, n *engine.Node) steps.Request {
 			slot = &engine.Slot{Index: 0, GPUs: plan.SlotGPUs(max(in.GPUs, in.Slots), in.Slots, 0)}
 		}
 	}
-	req := StepRequest(g, run, n, platform.Instance{Name: inst}, g.With(n, engine.Scope{RunID: run, Instance: inst, Slot: slot}), g.Upstream(n, n.Instance, placed))
-	if slot != nil {
-		req.Slot = &steps.Slot{Index: slot.Index, GPUs: slot.GPUs}
-	}
-	return req
+	return StepRequest(g, run, n, platform.Instance{Name: inst}, g.With(n, engine.Scope{RunID: run, Instance: inst, Slot: slot}), g.Upstream(n, n.Instance, placed), slot)
 }

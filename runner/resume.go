@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/state"
