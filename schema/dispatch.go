@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -42,27 +43,26 @@ func Validate(doc any) error {
 	root, _ := doc.(map[string]any)
 	for _, list := range stepLists {
 		steps, _ := root[list].([]any)
-		for i, s := range steps {
-			step, ok := s.(map[string]any)
-			if !ok {
-				continue
+		errs := make([][]*jsonschema.ValidationError, len(steps))
+		fail := make([]error, len(steps))
+		// Steps are independent: large plans check them on every core.
+		workers := min(goruntime.GOMAXPROCS(0), 1+len(steps)/512)
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(steps); i += workers {
+					errs[i], fail[i] = d.step(list, i, steps[i])
+				}
+			}()
+		}
+		wg.Wait()
+		for i := range steps {
+			if fail[i] != nil {
+				return fail[i]
 			}
-			uses, _ := step["uses"].(string)
-			k, ok := d.kinds[uses]
-			if !ok {
-				continue // no branch's if holds: only the base schema applies
-			}
-			err := k.schema.Validate(step)
-			if err == nil {
-				continue
-			}
-			var ve *jsonschema.ValidationError
-			if !errors.As(err, &ve) {
-				return err
-			}
-			at := "/" + list + "/" + strconv.Itoa(i)
-			rebase(ve, at, "/properties/"+list+"/items/$ref/"+k.keyword)
-			causes = append(causes, ve)
+			causes = append(causes, errs[i]...)
 		}
 	}
 	if len(causes) == 0 {
@@ -73,6 +73,39 @@ func Validate(doc any) error {
 		Message:                 "doesn't validate with " + URL + "#",
 		Causes:                  causes,
 	}
+}
+
+// step validates item i of a steps list: against $defs/step (less its
+// allOf), then against the one branch its uses selects. The errors' locations
+// are made relative to the plan.
+func (d *dispatcher) step(list string, i int, item any) ([]*jsonschema.ValidationError, error) {
+	at := "/" + list + "/" + strconv.Itoa(i)
+	kw := "/properties/" + list + "/items/$ref"
+	var out []*jsonschema.ValidationError
+	check := func(s *jsonschema.Schema, keyword string) error {
+		err := s.Validate(item)
+		if err == nil {
+			return nil
+		}
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return err
+		}
+		rebase(ve, at, keyword)
+		out = append(out, ve)
+		return nil
+	}
+	if err := check(d.step0, kw); err != nil {
+		return nil, err
+	}
+	step, _ := item.(map[string]any)
+	uses, _ := step["uses"].(string)
+	if k, ok := d.kinds[uses]; ok && step != nil { // else no branch's if holds
+		if err := check(k.schema, kw+"/"+k.keyword); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // stepLists are the top-level keys whose items are $defs/step, the only
@@ -95,7 +128,8 @@ type kindSchema struct {
 }
 
 type dispatcher struct {
-	base  *jsonschema.Schema
+	base  *jsonschema.Schema    // the plan less its steps' items
+	step0 *jsonschema.Schema    // $defs/step less its allOf
 	kinds map[string]kindSchema // by the value of uses
 }
 
@@ -133,6 +167,14 @@ var compileDispatch = sync.OnceValues(func() (*dispatcher, error) {
 		d.kinds[kind] = kindSchema{schema: s, keyword: kw}
 	}
 	delete(step, "allOf")
+	props, _ := doc["properties"].(map[string]any)
+	for _, list := range stepLists {
+		l, _ := props[list].(map[string]any)
+		if !reflect.DeepEqual(l["items"], map[string]any{"$ref": "#/$defs/step"}) {
+			return nil, fmt.Errorf("schema: properties/%s/items is not {$ref: #/$defs/step}; Validate checks those items itself", list)
+		}
+		delete(l, "items")
+	}
 	text, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("schema: encode: %w", err)
@@ -143,6 +185,9 @@ var compileDispatch = sync.OnceValues(func() (*dispatcher, error) {
 	}
 	if d.base, err = c.Compile(URL); err != nil {
 		return nil, fmt.Errorf("schema: compile: %w", err)
+	}
+	if d.step0, err = c.Compile(URL + "#/$defs/step"); err != nil {
+		return nil, fmt.Errorf("schema: compile $defs/step: %w", err)
 	}
 	return d, nil
 })

@@ -378,6 +378,19 @@ func TestValidate(t *testing.T) {
 	}{
 		// Top level.
 		"design example": {doc: designPlan},
+		// Shapes Validate checks outside the schema's own items (dispatch.go).
+		"steps not a list": {
+			doc:  `{"taoflow": 1, "name": "t", "instances": {"a": null}, "steps": {"id": "s", "uses": "pull"}}`,
+			want: []string{"#/steps type"},
+		},
+		"step not a mapping": {
+			doc:  stepPlan(`"pull"`),
+			want: []string{"#/steps/0 type"},
+		},
+		"finally step of an unknown kind": {
+			doc:  `{"taoflow": 1, "name": "t", "instances": {"a": null}, "steps": [{"id": "s", "uses": "delete"}], "finally": [{"id": "f", "uses": "nope", "with": {"x": 1}}]}`,
+			want: []string{"#/finally/0/uses enum"},
+		},
 		"minimal":        {doc: stepPlan(`{"id": "s", "uses": "delete"}`)},
 		"empty document": {doc: `{}`, want: []string{"# required"}},
 		"not a mapping":  {doc: `[]`, want: []string{"# type"}},
