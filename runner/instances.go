@@ -361,7 +361,7 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 	if t.Slot != nil {
 		// A resumed run gives the cell the same slot, and so the same
 		// GPUs its job may still be using.
-		if err := e.store.SetNodeFact(ctx, e.run, n.ID, factSlot, strconv.Itoa(t.Slot.Index)); err != nil {
+		if err := e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, factSlot, strconv.Itoa(t.Slot.Index)); err != nil {
 			return fmt.Errorf("recording the slot of %s: %w", n.ID, err)
 		}
 	}
