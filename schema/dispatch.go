@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	goruntime "runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -99,6 +101,25 @@ func (d *dispatcher) step(list string, i int, item any) ([]*jsonschema.Validatio
 		return nil, err
 	}
 	step, _ := item.(map[string]any)
+	for _, p := range d.typed {
+		v, ok := step[p.name]
+		if !ok {
+			continue
+		}
+		if b := p.byType[jsonType(v)]; b != nil && b.Validate(v) == nil {
+			continue
+		}
+		err := p.full.Validate(v)
+		if err == nil {
+			continue
+		}
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, err
+		}
+		rebase(ve, at+"/"+p.name, kw+"/properties/"+p.name)
+		out = append(out, ve)
+	}
 	uses, _ := step["uses"].(string)
 	if k, ok := d.kinds[uses]; ok && step != nil { // else no branch's if holds
 		if err := check(k.schema, kw+"/"+k.keyword); err != nil {
@@ -129,8 +150,22 @@ type kindSchema struct {
 
 type dispatcher struct {
 	base  *jsonschema.Schema    // the plan less its steps' items
-	step0 *jsonschema.Schema    // $defs/step less its allOf
+	step0 *jsonschema.Schema    // $defs/step less its allOf and its typed oneOfs
 	kinds map[string]kindSchema // by the value of uses
+	typed []typedOneOf          // properties of $defs/step checked by typedOneOf
+}
+
+// typedOneOf is a property of $defs/step whose schema is a oneOf of
+// branches that each require another JSON type (needs: a step id or a list
+// of them). A value of one of those types can only match the branch of its
+// type, so that branch alone is evaluated; a general validator evaluates
+// every branch, and each failing one allocates an error. A value no branch
+// takes, or that fails its branch, is validated against the whole property
+// schema, for the same errors as the full schema's.
+type typedOneOf struct {
+	name   string
+	full   *jsonschema.Schema
+	byType map[string]*jsonschema.Schema // "string", "array", "object"
 }
 
 var compileDispatch = sync.OnceValues(func() (*dispatcher, error) {
@@ -167,6 +202,25 @@ var compileDispatch = sync.OnceValues(func() (*dispatcher, error) {
 		d.kinds[kind] = kindSchema{schema: s, keyword: kw}
 	}
 	delete(step, "allOf")
+	stepProps, _ := step["properties"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(stepProps)) {
+		types, ok := branchTypes(defs, stepProps[name])
+		if !ok {
+			continue
+		}
+		p := typedOneOf{name: name, byType: map[string]*jsonschema.Schema{}}
+		loc := URL + "#/$defs/step/properties/" + name
+		if p.full, err = full.Compile(loc); err != nil {
+			return nil, fmt.Errorf("schema: compile %s: %w", loc, err)
+		}
+		for i, t := range types {
+			if p.byType[t], err = full.Compile(loc + "/oneOf/" + strconv.Itoa(i)); err != nil {
+				return nil, fmt.Errorf("schema: compile %s/oneOf/%d: %w", loc, i, err)
+			}
+		}
+		d.typed = append(d.typed, p)
+		stepProps[name] = map[string]any{} // checked by d.typed
+	}
 	props, _ := doc["properties"].(map[string]any)
 	for _, list := range stepLists {
 		l, _ := props[list].(map[string]any)
@@ -200,6 +254,56 @@ func newCompiler(text []byte) (*jsonschema.Compiler, error) {
 		return nil, fmt.Errorf("schema: load %s: %w", URL, err)
 	}
 	return c, nil
+}
+
+// branchTypes returns, for a property schema made only of a oneOf (and
+// annotations), the JSON type each branch requires, when each requires one
+// of string, array or object, all different: its own type, or that of the
+// $defs entry it refers to. ok is false for any other schema.
+func branchTypes(defs map[string]any, prop any) (types []string, ok bool) {
+	m, _ := prop.(map[string]any)
+	branches, _ := m["oneOf"].([]any)
+	if len(branches) == 0 {
+		return nil, false
+	}
+	for k := range m {
+		switch k {
+		case "oneOf", "description", "title", "default", "examples":
+		default:
+			return nil, false
+		}
+	}
+	for _, b := range branches {
+		bm, _ := b.(map[string]any)
+		t, _ := bm["type"].(string)
+		if ref, ok := bm["$ref"].(string); ok && t == "" {
+			name, found := strings.CutPrefix(ref, "#/$defs/")
+			def, _ := defs[name].(map[string]any)
+			if !found || def == nil {
+				return nil, false
+			}
+			t, _ = def["type"].(string)
+		}
+		if (t != "string" && t != "array" && t != "object") || slices.Contains(types, t) {
+			return nil, false
+		}
+		types = append(types, t)
+	}
+	return types, true
+}
+
+// jsonType is the JSON type of a decoded value, as branchTypes names it
+// ("" for the others).
+func jsonType(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return ""
 }
 
 // usesBranch reports whether b is exactly {if: {properties: {uses: {const:
