@@ -121,12 +121,32 @@ func (d *dispatcher) step(list string, i int, item any) ([]*jsonschema.Validatio
 		out = append(out, ve)
 	}
 	uses, _ := step["uses"].(string)
-	if k, ok := d.kinds[uses]; ok && step != nil { // else no branch's if holds
+	if k, ok := d.kinds[uses]; ok && step != nil && !k.holds(step) { // else no branch's if holds
 		if err := check(k.schema, kw+"/"+k.keyword); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// holds reports whether step surely satisfies the branch, checking only
+// its required keys and the values of its properties; false sends the
+// step through the whole branch schema (also for its errors).
+func (k kindSchema) holds(step map[string]any) bool {
+	if k.props == nil {
+		return false
+	}
+	for _, r := range k.required {
+		if _, ok := step[r]; !ok {
+			return false
+		}
+	}
+	for name, s := range k.props {
+		if v, ok := step[name]; ok && s.Validate(v) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // stepLists are the top-level keys whose items are $defs/step, the only
@@ -146,6 +166,10 @@ func rebase(ve *jsonschema.ValidationError, instance, keyword string) {
 type kindSchema struct {
 	schema  *jsonschema.Schema
 	keyword string // "allOf/N/then", relative to $defs/step
+	// A branch made only of required and properties is checked key by key
+	// first (holds): validating the step object again costs more.
+	required []string
+	props    map[string]*jsonschema.Schema // nil: use schema
 }
 
 type dispatcher struct {
@@ -199,7 +223,16 @@ var compileDispatch = sync.OnceValues(func() (*dispatcher, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schema: compile %s: %w", kw, err)
 		}
-		d.kinds[kind] = kindSchema{schema: s, keyword: kw}
+		k := kindSchema{schema: s, keyword: kw}
+		if req, props, ok := plainBranch(b.(map[string]any)["then"]); ok {
+			k.required, k.props = req, map[string]*jsonschema.Schema{}
+			for _, name := range props {
+				if k.props[name], err = full.Compile(URL + "#/$defs/step/" + kw + "/properties/" + name); err != nil {
+					return nil, fmt.Errorf("schema: compile %s/properties/%s: %w", kw, name, err)
+				}
+			}
+		}
+		d.kinds[kind] = k
 	}
 	delete(step, "allOf")
 	stepProps, _ := step["properties"].(map[string]any)
@@ -254,6 +287,37 @@ func newCompiler(text []byte) (*jsonschema.Compiler, error) {
 		return nil, fmt.Errorf("schema: load %s: %w", URL, err)
 	}
 	return c, nil
+}
+
+// plainBranch reports whether a then schema has no keywords but required
+// (a list of names) and properties, and returns both.
+func plainBranch(then any) (required, props []string, ok bool) {
+	m, _ := then.(map[string]any)
+	if m == nil {
+		return nil, nil, false
+	}
+	for k, v := range m {
+		switch k {
+		case "required":
+			list, _ := v.([]any)
+			for _, r := range list {
+				name, isStr := r.(string)
+				if !isStr {
+					return nil, nil, false
+				}
+				required = append(required, name)
+			}
+		case "properties":
+			pm, _ := v.(map[string]any)
+			if pm == nil {
+				return nil, nil, false
+			}
+			props = slices.Sorted(maps.Keys(pm))
+		default:
+			return nil, nil, false
+		}
+	}
+	return required, props, true
 }
 
 // branchTypes returns, for a property schema made only of a oneOf (and
