@@ -160,6 +160,10 @@ func (c *checker) slots() {
 			case in.GPUs > 0 && in.GPUs < in.Slots:
 				c.d.errorf(at, "%s in step %q: instance %q has %d slots (line %d) but %s (line %d), so a slot would get no GPU; set its slots to at most %d",
 					what, s.ID, name, in.Slots, in.SlotsPos.Line, counted(in.GPUs, "GPU"), in.GPUsPos.Line, in.GPUs)
+			case in.GPUs%in.Slots != 0 && s.PerSlot():
+				k := in.GPUs / in.Slots
+				c.d.warnf(at, "gpus: per-slot in step %q: instance %q has %s (line %d) for %d slots (line %d): each slot gets %s and %s no slot",
+					s.ID, name, counted(in.GPUs, "GPU"), in.GPUsPos.Line, in.Slots, in.SlotsPos.Line, counted(k, "GPU"), idle(in.Slots*k, in.GPUs))
 			case in.GPUs == 0 && !c.preflightBefore(s, name):
 				c.d.errorf(at, "%s in step %q: the GPUs of instance %q are not known before it runs; declare them (instances.%s.gpus: N), or run a preflight step on %s that step %q needs, which counts them",
 					what, s.ID, name, name, name, s.ID)
@@ -194,6 +198,15 @@ func (c *checker) preflightBefore(s *Step, inst string) bool {
 		return false
 	}
 	return walk(s)
+}
+
+// idle names the GPUs from..to-1 that no slot gets: "GPU 2 is given to",
+// "GPUs 4-5 are given to".
+func idle(from, to int) string {
+	if to-from == 1 {
+		return fmt.Sprintf("GPU %d is given to", from)
+	}
+	return fmt.Sprintf("GPUs %d-%d are given to", from, to-1)
 }
 
 func counted(n int, noun string) string {
