@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -323,12 +322,18 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 	// it did before: the same slot where it is known and free, in node
 	// order so that the choice is the same on every resume.
 	var resumed []*groupRun
+	seen := map[*groupRun]bool{}
 	for _, n := range g.Nodes {
-		if gr := groups[n.Cell]; gr != nil && gr.placed && gr.open > 0 && gr.slot < 0 && !slices.Contains(resumed, gr) {
+		gr := groups[n.Cell]
+		if gr == nil || !gr.placed || gr.open == 0 {
+			continue
+		}
+		if !seen[gr] {
+			seen[gr] = true
 			resumed = append(resumed, gr)
-			if i, ok := cfg.Slots[n.ID]; ok {
-				gr.slot = i
-			}
+		}
+		if i, ok := cfg.Slots[n.ID]; ok && gr.slot < 0 {
+			gr.slot = i
 		}
 	}
 	for _, gr := range resumed {
