@@ -343,7 +343,7 @@ func TestContainerCancel(t *testing.T) {
 					Jobs: []Job{{ID: id, Image: image}}, Log: log, Progress: prog.add,
 				})
 			}()
-			waitFor(t, "the trainer to hang", func() bool { return strings.Contains(log.String(), "trainer: hanging") })
+			testrig.Eventually(t, 10*time.Second, "the trainer to hang", func() bool { return strings.Contains(log.String(), "trainer: hanging") })
 			if tt.timeout == "" {
 				cancel(cause)
 			}
@@ -555,7 +555,7 @@ func TestContainerLogFollower(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(dir, "docker.*")); len(left) > 0 {
 		t.Errorf("log copies left after cleanup: %q", left)
 	}
-	waitFor(t, "the follower to end", func() bool {
+	testrig.Eventually(t, 10*time.Second, "the follower to end", func() bool {
 		stop := sampleCmdlines("logs\x00-f\x00" + id)
 		time.Sleep(5 * time.Millisecond)
 		return len(stop()) == 0

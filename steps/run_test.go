@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -270,7 +271,7 @@ func TestWaitContextCanceled(t *testing.T) {
 			Jobs: []Job{{ID: id}}, Log: log, Progress: prog,
 		})
 	}()
-	waitFor(t, "the job's first line in the log", func() bool { return strings.Contains(log.String(), "ready") })
+	testrig.Eventually(t, 10*time.Second, "the job's first line in the log", func() bool { return strings.Contains(log.String(), "ready") })
 	cancel(cause)
 	err := <-done
 	if !errors.Is(err, cause) {
@@ -343,7 +344,7 @@ func TestSecretsReachJobOnly(t *testing.T) {
 	cmd := `printf %s "$MY_SECRET" > "$HOME/seen"; [ -z "${OTHER:-}" ] || echo "OTHER leaked" >> "$HOME/seen"; echo "using the secret"; sleep 1; exit 7`
 	runLog := e.runJob(t, e.steps, id, with("command", cmd, "env", []string{"MY_SECRET"}))
 	seen := filepath.Join(e.inst.Ref, "seen")
-	waitFor(t, "the job to write the secret", func() bool { _, err := os.Stat(seen); return err == nil })
+	testrig.Eventually(t, 10*time.Second, "the job to write the secret", func() bool { _, err := os.Stat(seen); return err == nil })
 	for _, p := range testrig.ProcessesWith(value) {
 		t.Errorf("process %d's command line holds the secret value: %q", p.PID, p.Cmdline())
 	}
@@ -391,7 +392,7 @@ func TestCleanup(t *testing.T) {
 	e.runJob(t, e.steps, "tf-r1-done-a", with("command", "true"))
 	e.runJob(t, other, "tf-r2-train-c0", w)
 	e.runJob(t, prefixed, "tf-r1-x-train-c0", w)
-	waitFor(t, "the short job to end", func() bool {
+	testrig.Eventually(t, 10*time.Second, "the short job to end", func() bool {
 		_, err := os.Stat(filepath.Join(e.jobDir("tf-r1-done-a"), "rc"))
 		return err == nil
 	})

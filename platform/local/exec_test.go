@@ -112,22 +112,19 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 
 	// Wait until the shell and both sleeps are running in the shell's group.
 	var pgid int
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the script's processes did not start (pgid %d, members %v)", pgid, groupMembers(t, pgid))
-		}
+	if !testrig.Within(30*time.Second, func() bool {
 		if pgid == 0 {
 			b, err := os.ReadFile(pidFile)
 			if err != nil {
-				continue
+				return false
 			}
 			if pgid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if len(groupMembers(t, pgid)) >= 3 {
-			break
-		}
+		return len(groupMembers(t, pgid)) >= 3
+	}) {
+		t.Fatalf("the script's processes did not start (pgid %d, members %v)", pgid, groupMembers(t, pgid))
 	}
 
 	cancel(stopCause{})
@@ -146,12 +143,12 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 	}
 
 	var left []int
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if left = groupMembers(t, pgid); len(left) == 0 {
-			return
-		}
+	if !testrig.Within(5*time.Second, func() bool {
+		left = groupMembers(t, pgid)
+		return len(left) == 0
+	}) {
+		t.Errorf("processes %v of group %d survived the cancel", left, pgid)
 	}
-	t.Errorf("processes %v of group %d survived the cancel", left, pgid)
 }
 
 // groupMembers returns the live (not zombie) processes in process group pgid.
