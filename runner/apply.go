@@ -34,6 +34,8 @@ type ApplyConfig struct {
 	// changes (or that is in none).
 	RequireClean bool
 	Version      string // taoflow's, for the provenance
+	// TransientBackoff is steps.Config.TransientBackoff (0: the default).
+	TransientBackoff time.Duration
 }
 
 // Apply is one apply of a plan: a new run, or a resumed one. Start prepares
@@ -146,7 +148,8 @@ func (a *Apply) start(ctx context.Context) (err error) {
 		return err
 	}
 	cwd, _ := os.Getwd()
-	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record})
+	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record,
+		TransientBackoff: cfg.TransientBackoff})
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
 	a.insts.notify = a.progress.send
 	if cfg.Resume != nil {

@@ -33,6 +33,9 @@ type Destroyer struct {
 	// Confirmed are the programs and configs the user named for this
 	// destroy; see Check.
 	Confirmed Confirmed
+	// TransientBackoff is steps.Config.TransientBackoff for the commands
+	// that stop the runs' jobs (0: the default).
+	TransientBackoff time.Duration
 }
 
 // Confirmed names the brev program and the ssh client config that the
@@ -123,7 +126,7 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		st := steps.New(steps.Config{Platform: pf, RunID: r.ID})
+		st := steps.New(steps.Config{Platform: pf, RunID: r.ID, TransientBackoff: d.TransientBackoff})
 		created := false
 		for _, res := range resources {
 			created = created || res.Kind == state.KindInstance

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -37,6 +38,9 @@ func brevEnv(t *testing.T, opts brevtest.Options) (*brevtest.Fake, string) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
+	// An instance cut off is tried four times all the same, without
+	// waiting seconds in between.
+	t.Setenv("TAOFLOW_RETRY_BACKOFF", "10ms")
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Cleanup(func() {
@@ -920,7 +924,9 @@ func TestBrevTeardownBehindBack(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		var out, errOut bytes.Buffer
-		code := exitCode(run(ctx, []string{"apply", "--yes", "--output", "plain", "behind.yaml"}, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
+		tw := &tsWriter{w: &out, start: time.Now()}
+		code := exitCode(run(ctx, []string{"apply", "--yes", "--output", "plain", "behind.yaml"}, stdio{in: strings.NewReader(""), out: tw, err: &errOut}), &errOut)
+		fmt.Println(tw.b.String())
 		done <- result{code, out.String(), errOut.String()}
 	}()
 	// Once every job runs, take the instances away, then interrupt.
@@ -1220,3 +1226,6 @@ func TestNeverReachedHostNotExit3(t *testing.T) {
 		t.Errorf("the view does not say the host was left as it is:\n%s", out)
 	}
 }
+
+type tsWriter struct{ w io.Writer; b bytes.Buffer; start time.Time }
+func (t *tsWriter) Write(p []byte) (int, error) { fmt.Fprintf(&t.b, "%6.2f %s", time.Since(t.start).Seconds(), p); return t.w.Write(p) }
