@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -924,9 +923,7 @@ func TestBrevTeardownBehindBack(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		var out, errOut bytes.Buffer
-		tw := &tsWriter{w: &out, start: time.Now()}
-		code := exitCode(run(ctx, []string{"apply", "--yes", "--output", "plain", "behind.yaml"}, stdio{in: strings.NewReader(""), out: tw, err: &errOut}), &errOut)
-		fmt.Println(tw.b.String())
+		code := exitCode(run(ctx, []string{"apply", "--yes", "--output", "plain", "behind.yaml"}, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
 		done <- result{code, out.String(), errOut.String()}
 	}()
 	// Once every job runs, take the instances away, then interrupt.
@@ -1226,6 +1223,3 @@ func TestNeverReachedHostNotExit3(t *testing.T) {
 		t.Errorf("the view does not say the host was left as it is:\n%s", out)
 	}
 }
-
-type tsWriter struct{ w io.Writer; b bytes.Buffer; start time.Time }
-func (t *tsWriter) Write(p []byte) (int, error) { fmt.Fprintf(&t.b, "%6.2f %s", time.Since(t.start).Seconds(), p); return t.w.Write(p) }
