@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-multierror"
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/runner"
@@ -84,6 +87,12 @@ func (v *humanView) Outcome(o runner.Outcome) {
 	}
 	if len(o.Left) > 0 {
 		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(o.Left, ", "))
+		var left *multierror.Error
+		if errors.As(o.Teardown, &left) {
+			for _, err := range left.Errors {
+				fmt.Fprintf(w, "taoflow:   %v\n", err)
+			}
+		}
 		fmt.Fprintf(w, "taoflow: remove them with: %s\n", o.RemoveCommand)
 	}
 	fmt.Fprintf(w, "taoflow: run %s %s\n", o.RunID, o.Message)
