@@ -220,6 +220,8 @@ func (a *Apply) Finish(sum engine.Summary, runState string, exitCode int, verdic
 // than wait on a busy state.
 func (a *Apply) Abandon(exitCode int) {
 	recorded := make(chan struct{})
+	// A bare goroutine, not a conc.WaitGroup: the point is not to wait
+	// for it past two seconds (the process exits right after).
 	go func() {
 		_ = a.store.UpdateRun(context.Background(), a.ID, state.RunUpdate{State: state.RunTeardownIncomplete, EndedAt: time.Now(), ExitCode: exitCode, Message: "teardown abandoned by a third interrupt"})
 		close(recorded)
