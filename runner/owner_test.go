@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -111,7 +110,7 @@ func TestSelfIdentity(t *testing.T) {
 
 // TestFindRunEmptyPrefix: "" is a prefix of every run id; it names none.
 func TestFindRunEmptyPrefix(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	store, err := state.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

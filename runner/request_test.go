@@ -70,7 +70,7 @@ steps:
 	c := &captured{tasks: map[string]*engine.Task{}}
 	done := make(chan engine.Summary)
 	go func() {
-		done <- engine.Run(context.Background(), g, engine.Config{RunID: "r1", Executor: c, Instances: c, Observer: engine.ObserverFunc(func(engine.Event) {})})
+		done <- engine.Run(t.Context(), g, engine.Config{RunID: "r1", Executor: c, Instances: c, Observer: engine.ObserverFunc(func(engine.Event) {})})
 	}()
 	select {
 	case <-done:

@@ -86,7 +86,7 @@ func (e *dockerEnv) do(ctx context.Context, uses string, w *plan.Value, mod ...f
 // runContainer launches image with the given with: pairs as job id.
 func (e *dockerEnv) runContainer(t testing.TB, id string, pairs ...any) *logBuf {
 	t.Helper()
-	log, err := e.do(context.Background(), plan.KindRun, with(pairs...), func(r *Request) { r.JobID = id })
+	log, err := e.do(t.Context(), plan.KindRun, with(pairs...), func(r *Request) { r.JobID = id })
 	if err != nil {
 		t.Fatalf("run %s: %v\nlog:\n%s", id, err, log)
 	}

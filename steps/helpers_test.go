@@ -162,7 +162,7 @@ func (p *progress) get() []string {
 func (e *env) runJob(t *testing.T, s *Steps, id string, w *plan.Value) *logBuf {
 	t.Helper()
 	log := &logBuf{}
-	err := s.Do(context.Background(), Request{
+	err := s.Do(t.Context(), Request{
 		NodeID: "train@a", Step: &plan.Step{ID: "train", Uses: plan.KindRun},
 		Instance: e.inst, With: w, JobID: id, Log: log,
 	})

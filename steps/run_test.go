@@ -34,7 +34,7 @@ for i in 1 2 3 4 5; do
 done
 printf 'no newline at the end'`
 	e.runJob(t, e.steps, id, with("command", cmd))
-	log, prog, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id, Results: "~/res"})
+	log, prog, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id, Results: "~/res"})
 	if err != nil {
 		t.Fatalf("wait: %v\nlog:\n%s", err, log)
 	}
@@ -64,7 +64,7 @@ func TestWaitStreamsBigLog(t *testing.T) {
 	e := newEnv(t)
 	const id = "tf-r1-big-a"
 	e.runJob(t, e.steps, id, with("command", "seq 1 150000"))
-	log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id})
+	log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestWaitResumesLogOffsets(t *testing.T) {
 	wait := func(facts map[string]string) (string, map[string]string) {
 		t.Helper()
 		log, recorded := &logBuf{}, map[string]string{}
-		err := e.steps.Do(context.Background(), Request{
+		err := e.steps.Do(t.Context(), Request{
 			NodeID: "wait@a", Step: &plan.Step{ID: "wait", Uses: plan.KindWait},
 			Instance: e.inst, Jobs: jobs, Log: log, Progress: func(string) {},
 			Facts: facts, Record: func(k, v string) { recorded[k] = v },
@@ -147,7 +147,7 @@ func TestRunIdempotent(t *testing.T) {
 	if !strings.Contains(second.String(), "adopted existing job "+id) {
 		t.Errorf("second run log does not say it adopted the job:\n%s", second)
 	}
-	if log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id}); err != nil {
+	if log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id}); err != nil {
 		t.Fatalf("wait: %v\n%s", err, log)
 	}
 	third := e.runJob(t, e.steps, id, w) // after the job ended, too
@@ -189,7 +189,7 @@ func TestWaitOutcomes(t *testing.T) {
 				w = with("command", tt.cmd, "workdir", tt.workdir)
 			}
 			e.runJob(t, e.steps, "tf-r1-job-a", w)
-			log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: "tf-r1-job-a"})
+			log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: "tf-r1-job-a"})
 			if tt.wantClass == "" {
 				if err != nil {
 					t.Fatalf("wait: %v\n%s", err, log)
@@ -210,7 +210,7 @@ func TestWaitOutcomes(t *testing.T) {
 func TestRunLaunchFailed(t *testing.T) {
 	e := newEnv(t)
 	log := &logBuf{}
-	err := e.steps.Do(context.Background(), Request{
+	err := e.steps.Do(t.Context(), Request{
 		Step: &plan.Step{ID: "train", Uses: plan.KindRun}, Instance: e.inst,
 		With: with("command", "true", "workdir", "~/missing"), JobID: "tf-r1-train-a", Log: log,
 	})
@@ -231,7 +231,7 @@ func TestWaitTimeout(t *testing.T) {
 	const id = "tf-r1-slow-a"
 	e.runJob(t, e.steps, id, with("command", "echo started; sleep 30"))
 	pid := e.jobPid(t, id)
-	log, _, err := e.waitJobs(context.Background(), e.steps, with("timeout", "300ms"), Job{ID: id})
+	log, _, err := e.waitJobs(t.Context(), e.steps, with("timeout", "300ms"), Job{ID: id})
 	se := stepError(t, err)
 	if se.Class != ClassTimedOut {
 		t.Fatalf("error = %v, want timed out\n%s", err, log)
@@ -260,7 +260,7 @@ func TestWaitContextCanceled(t *testing.T) {
 	// The job ignores TERM, so the cancel has to escalate to KILL.
 	e.runJob(t, e.steps, id, with("command", `trap '' TERM; echo ready; sleep 30 & wait`))
 	pid := e.jobPid(t, id)
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(t.Context())
 	cause := errors.New("user pressed Ctrl-C")
 	prog := func(string) {}
 	log := &logBuf{}
@@ -284,7 +284,7 @@ func TestWaitContextCanceled(t *testing.T) {
 		t.Errorf("no canceled marker: %v", err)
 	}
 	// A later wait (a resume) reports the job as canceled.
-	_, _, err = e.waitJobs(context.Background(), e.steps, nil, Job{ID: id})
+	_, _, err = e.waitJobs(t.Context(), e.steps, nil, Job{ID: id})
 	if se := stepError(t, err); se.Class != ClassCanceled {
 		t.Errorf("wait after cancel = %v, want canceled", err)
 	}
@@ -300,7 +300,7 @@ func TestWaitKilledFromOutside(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id})
+	log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id})
 	se := stepError(t, err)
 	if se.Class != ClassVanished && (se.Class != ClassJobFailed || se.Code != 137) {
 		t.Errorf("error = %+v, want job vanished or failed with 137\n%s", se, log)
@@ -312,7 +312,7 @@ func TestWaitKilledFromOutside(t *testing.T) {
 
 func TestWaitMissingJob(t *testing.T) {
 	e := newEnv(t)
-	_, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: "tf-r1-never-a"})
+	_, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: "tf-r1-never-a"})
 	if se := stepError(t, err); se.Class != ClassVanished {
 		t.Errorf("error = %v, want job vanished", err)
 	}
@@ -324,7 +324,7 @@ func TestWaitSeveralJobs(t *testing.T) {
 	e := newEnv(t)
 	e.runJob(t, e.steps, "tf-r1-t-c0", with("command", "echo zero; sleep 0.2"))
 	e.runJob(t, e.steps, "tf-r1-t-c1", with("command", "echo one; exit 5"))
-	log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: "tf-r1-t-c0"}, Job{ID: "tf-r1-t-c1"})
+	log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: "tf-r1-t-c0"}, Job{ID: "tf-r1-t-c1"})
 	if se := stepError(t, err); se.Class != ClassJobFailed || se.Code != 5 {
 		t.Errorf("error = %v, want job failed 5", err)
 	}
@@ -348,7 +348,7 @@ func TestSecretsReachJobOnly(t *testing.T) {
 	for _, p := range testrig.ProcessesWith(value) {
 		t.Errorf("process %d's command line holds the secret value: %q", p.PID, p.Cmdline())
 	}
-	waitLog, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id})
+	waitLog, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id})
 	if se := stepError(t, err); se.Code != 7 {
 		t.Errorf("wait = %v, want exit 7", err)
 	}
@@ -363,7 +363,7 @@ func TestSecretsReachJobOnly(t *testing.T) {
 	}
 	// A job that prints the secret has it masked in the node log.
 	e.runJob(t, e.steps, "tf-r1-leaky-a", with("command", `echo "key is $MY_SECRET"`, "env", []string{"MY_SECRET"}))
-	leakLog, _, _ := e.waitJobs(context.Background(), e.steps, nil, Job{ID: "tf-r1-leaky-a"})
+	leakLog, _, _ := e.waitJobs(t.Context(), e.steps, nil, Job{ID: "tf-r1-leaky-a"})
 	if strings.Contains(leakLog.String(), value) || !strings.Contains(leakLog.String(), "key is ***") {
 		t.Errorf("a printed secret is not masked in the node log:\n%s", leakLog)
 	}
@@ -371,7 +371,7 @@ func TestSecretsReachJobOnly(t *testing.T) {
 
 func TestRunUndeclaredSecret(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Secrets = testSecrets(t, "A", "aaaa-value") })
-	err := e.steps.Do(context.Background(), Request{
+	err := e.steps.Do(t.Context(), Request{
 		Step: &plan.Step{ID: "train", Uses: plan.KindRun}, Instance: e.inst,
 		With: with("command", "true", "env", []string{"B"}), JobID: "tf-r1-train-a",
 	})
