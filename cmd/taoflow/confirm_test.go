@@ -116,22 +116,19 @@ steps:
 	}
 }
 
-// TestDurationsFromEnv: a TAOFLOW_RETRY_BACKOFF or TAOFLOW_BREV_POLL that
-// is not a positive duration is a usage error naming the variable, before
-// the command does anything.
-func TestDurationsFromEnv(t *testing.T) {
+// TestRetryBackoffEnv: a TAOFLOW_RETRY_BACKOFF that is not a positive
+// duration is a usage error, before the command does anything.
+func TestRetryBackoffEnv(t *testing.T) {
 	t.Chdir(t.TempDir())
-	for _, name := range []string{"TAOFLOW_RETRY_BACKOFF", "TAOFLOW_BREV_POLL"} {
-		for _, v := range []string{"soon", "-1s", "0"} {
-			t.Setenv(name, v)
-			code, _, errOut := applyCLI(t, "status")
-			if code != exitUsage || !strings.Contains(errOut, name) {
-				t.Errorf("%s=%s: exit %d, %q; want 2 naming the variable", name, v, code, errOut)
-			}
+	for _, v := range []string{"soon", "-1s", "0"} {
+		t.Setenv("TAOFLOW_RETRY_BACKOFF", v)
+		code, _, errOut := applyCLI(t, "status")
+		if code != exitUsage || !strings.Contains(errOut, "TAOFLOW_RETRY_BACKOFF") {
+			t.Errorf("TAOFLOW_RETRY_BACKOFF=%s: exit %d, %q; want 2 naming the variable", v, code, errOut)
 		}
-		t.Setenv(name, "10ms")
-		if code, _, errOut := applyCLI(t, "status"); code == exitUsage {
-			t.Errorf("%s=10ms: exit 2: %s", name, errOut)
-		}
+	}
+	t.Setenv("TAOFLOW_RETRY_BACKOFF", "10ms")
+	if code, _, errOut := applyCLI(t, "status"); code == exitUsage {
+		t.Errorf("TAOFLOW_RETRY_BACKOFF=10ms: exit 2: %s", errOut)
 	}
 }
