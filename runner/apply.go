@@ -36,8 +36,6 @@ type ApplyConfig struct {
 	Version      string // taoflow's, for the provenance
 	// TransientBackoff is steps.Config.TransientBackoff (0: the default).
 	TransientBackoff time.Duration
-	// BrevPoll is PlatformOptions.BrevPoll (0: brev's default).
-	BrevPoll time.Duration
 }
 
 // Apply is one apply of a plan: a new run, or a resumed one. Start prepares
@@ -89,7 +87,7 @@ func (a *Apply) start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if a.pf, err = NewPlatform(p, a.ID, cfg.StateDir, PlatformOptions{Progress: a.progress.send, BrevPoll: cfg.BrevPoll}); err != nil {
+	if a.pf, err = NewPlatform(p, a.ID, cfg.StateDir, a.progress.send); err != nil {
 		return refused(fmt.Errorf("%s: %w", p.File, err))
 	}
 	if c, ok := a.pf.(platform.Closer); ok {

@@ -38,8 +38,6 @@ type Destroyer struct {
 	// TransientBackoff is steps.Config.TransientBackoff for the commands
 	// that stop the runs' jobs (0: the default).
 	TransientBackoff time.Duration
-	// BrevPoll is PlatformOptions.BrevPoll (0: brev's default).
-	BrevPoll time.Duration
 }
 
 // Confirmed names the brev program and the ssh client config that the
@@ -236,7 +234,7 @@ func (d Destroyer) platformFor(resources []state.Resource) (platform.Platform, p
 	// brev runs with the caller's environment less the run's secrets, as
 	// in apply: their values are for the instances.
 	env := environWithout(os.Environ(), strings.Split(data[dataSecrets], ","))
-	pf, err := BuildPlatform(kind, data, "destroy", d.StateDir, PlatformOptions{Env: env, BrevPoll: d.BrevPoll})
+	pf, err := BuildPlatform(kind, data, "destroy", d.StateDir, PlatformOptions{Env: env})
 	if err != nil {
 		return nil, inst, fmt.Errorf("resources on the %q platform: %w", kind, err)
 	}

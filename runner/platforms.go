@@ -87,20 +87,19 @@ func resolveBinary(bin, base string) string {
 
 // NewPlatform builds the platform of a plan for run; progress, when not
 // nil, hears what it says while it prepares instances.
-func NewPlatform(p *plan.Plan, run, stateDir string, opts PlatformOptions) (platform.Platform, error) {
-	// A platform CLI (brev) runs with taoflow's environment, less the
-	// plan's secrets: their values are for the instances, on stdin.
-	opts.Env = environWithout(os.Environ(), p.SecretNames())
-	return BuildPlatform(p.Platform.Kind, PlatformData(p), run, stateDir, opts)
+func NewPlatform(p *plan.Plan, run, stateDir string, progress func(instance, msg string)) (platform.Platform, error) {
+	return BuildPlatform(p.Platform.Kind, PlatformData(p), run, stateDir, PlatformOptions{
+		Progress: progress,
+		// A platform CLI (brev) runs with taoflow's environment, less the
+		// plan's secrets: their values are for the instances, on stdin.
+		Env: environWithout(os.Environ(), p.SecretNames()),
+	})
 }
 
 // PlatformOptions are what a platform gets besides its recorded settings.
 type PlatformOptions struct {
 	Progress func(instance, msg string) // hears what it says while it prepares instances; nil for none
 	Env      []string                   // the environment of the CLIs it runs; nil for taoflow's
-	// BrevPoll is brev.Config.PollInterval, the pause between two `brev
-	// ls` while an instance is made ready or deleted (0: brev's default).
-	BrevPoll time.Duration
 }
 
 // environWithout returns env without the variables named in names.
@@ -170,7 +169,7 @@ func BuildPlatform(kind string, data map[string]string, run, stateDir string, op
 		return ssh.New(sshConfig(data, run)), nil
 	case plan.PlatformBrev:
 		cfg := brevConfig(data, run)
-		cfg.Progress, cfg.Env, cfg.PollInterval = opts.Progress, opts.Env, opts.BrevPoll
+		cfg.Progress, cfg.Env = opts.Progress, opts.Env
 		return brev.New(cfg)
 	}
 	return nil, fmt.Errorf("unknown platform %q", kind)

@@ -37,8 +37,6 @@ type ReapConfig struct {
 	// TransientBackoff is steps.Config.TransientBackoff for the commands
 	// Reap runs on hosts (0: the default).
 	TransientBackoff time.Duration
-	// BrevPoll is PlatformOptions.BrevPoll (0: brev's default).
-	BrevPoll time.Duration
 }
 
 // Values of ReapConfig.Only.
@@ -265,7 +263,7 @@ func dockerHosts(ctx context.Context, cfg ReapConfig) ([]*dockerHost, func(), er
 		if p.Platform.Kind == plan.PlatformLocal {
 			continue // its sandboxes share this machine's engine
 		}
-		pf, err := NewPlatform(p, "reap", stateDir, PlatformOptions{BrevPoll: cfg.BrevPoll})
+		pf, err := NewPlatform(p, "reap", stateDir, nil)
 		if err != nil {
 			closeAll()
 			return nil, func() {}, refused(fmt.Errorf("%s: %w", file, err))

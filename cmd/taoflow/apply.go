@@ -193,7 +193,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 
 	a, err := runner.Start(parent, runner.ApplyConfig{Plan: p, PlanPath: path, Secrets: secrets, StateDir: g.stateDir,
 		Resume: prior, Parallel: f.parallel, FinallyTimeout: f.finally,
-		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString(), TransientBackoff: g.transientBackoff, BrevPoll: g.brevPoll})
+		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString(), TransientBackoff: g.transientBackoff})
 	if err != nil {
 		return err
 	}

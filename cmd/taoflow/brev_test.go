@@ -38,10 +38,8 @@ func brevEnv(t *testing.T, opts brevtest.Options) (*brevtest.Fake, string) {
 		t.Setenv(k, v)
 	}
 	// An instance cut off is tried four times all the same, without
-	// waiting seconds in between; the fake's instances change state by
-	// ls ticks, not by time, so ls may come often.
+	// waiting seconds in between.
 	t.Setenv("TAOFLOW_RETRY_BACKOFF", "10ms")
-	t.Setenv("TAOFLOW_BREV_POLL", "100ms")
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Cleanup(func() {

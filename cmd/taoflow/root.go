@@ -20,30 +20,19 @@ type globals struct {
 	// failed before it ran is tried again (env TAOFLOW_RETRY_BACKOFF;
 	// 0: steps.DefaultTransientBackoff).
 	transientBackoff time.Duration
-	// brevPoll is the pause between two `brev ls` while an instance is
-	// made ready or deleted (env TAOFLOW_BREV_POLL; 0: brev's 5s).
-	brevPoll time.Duration
 }
 
 // fromEnv reads the settings that come from the environment alone.
 func (g *globals) fromEnv() error {
-	for _, e := range []struct {
-		name string
-		to   *time.Duration
-	}{
-		{"TAOFLOW_RETRY_BACKOFF", &g.transientBackoff},
-		{"TAOFLOW_BREV_POLL", &g.brevPoll},
-	} {
-		v := os.Getenv(e.name)
-		if v == "" {
-			continue
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return usageError(fmt.Errorf("%s=%q: want a positive duration such as 1s", e.name, v))
-		}
-		*e.to = d
+	v := os.Getenv("TAOFLOW_RETRY_BACKOFF")
+	if v == "" {
+		return nil
 	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return usageError(fmt.Errorf("TAOFLOW_RETRY_BACKOFF=%q: want a positive duration such as 1s", v))
+	}
+	g.transientBackoff = d
 	return nil
 }
 
@@ -106,9 +95,7 @@ Commands that print data take --json (-o json is the same); apply takes
 
 Environment: TAOFLOW_STATE is --state's default; TAOFLOW_RETRY_BACKOFF (a
 duration, default 1s) is the pause before a remote command whose connection
-failed before it ran is tried again, doubled before each later try;
-TAOFLOW_BREV_POLL (default 5s) is the pause between two 'brev ls' while an
-instance is made ready or deleted.`,
+failed before it ran is tried again, doubled before each later try.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		CompletionOptions: cobra.CompletionOptions{
