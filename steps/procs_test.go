@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"github.com/taoflow/taoflow/internal/testrig"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,7 +68,7 @@ func TestProcessJobTools(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(res, "status.json"), later, later); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the jobs' first line", func() bool {
+	testrig.Eventually(t, time.Minute, "the jobs' first line", func() bool {
 		for _, p := range probes {
 			if b, _ := os.ReadFile(filepath.Join(e.jobDir(p.ID), "log")); string(b) != "started\n" {
 				return false
@@ -78,7 +79,7 @@ func TestProcessJobTools(t *testing.T) {
 	calls()
 	e.runJob(t, e.steps, "tf-r1-t.one", with("command", ":"))
 	// The detached supervisor logs its setsid on its own time.
-	waitFor(t, "the job to end", func() bool {
+	testrig.Eventually(t, time.Minute, "the job to end", func() bool {
 		_, err := os.Stat(filepath.Join(e.jobDir("tf-r1-t.one"), "rc"))
 		return err == nil
 	})
