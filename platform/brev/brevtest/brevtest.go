@@ -64,6 +64,10 @@ type Options struct {
 	// OnboardingPrompt makes --version print the version and then fail in
 	// an onboarding prompt, as brev v0.6.317 does.
 	OnboardingPrompt bool
+	// OutOfCapacity lists instance types that create skips as "currently
+	// unavailable (no capacity)" (the catalogue already marks
+	// gpu_1x_h100_pcie so), as when a cloud runs out of a GPU.
+	OutOfCapacity []string
 }
 
 // Fake is one fake brev: its binary, the HOME it works in and its state.
@@ -118,6 +122,7 @@ func Start(t testing.TB, opts Options) *Fake {
 		LoggedOut:        opts.LoggedOut,
 		Banner:           opts.Banner,
 		OnboardingPrompt: opts.OnboardingPrompt,
+		OutOfCapacity:    opts.OutOfCapacity,
 	}
 	if opts.ControlMaster {
 		// Short: a socket path must fit in 108 bytes, with ssh's suffix.

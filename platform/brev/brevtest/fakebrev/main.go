@@ -148,7 +148,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().Bool("no-check-latest", false, "do not check for the latest version")
 	root.PersistentFlags().String("user", "", "non root user to use for per user configuration of commands run as root")
 	root.AddCommand(a.lsCmd(), a.createCmd(), a.refreshCmd(), a.execCmd(),
-		a.deleteCmd(), a.stopCmd(), a.startCmd())
+		a.deleteCmd(), a.stopCmd(), a.startCmd(), a.searchCmd())
 	return root
 }
 

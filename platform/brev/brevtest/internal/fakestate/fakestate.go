@@ -111,6 +111,19 @@ type Options struct {
 	// OnboardingPrompt makes --version print the version and then fail in
 	// an onboarding prompt (exit 1), as brev v0.6.317 does.
 	OnboardingPrompt bool `json:"onboarding_prompt,omitempty"`
+	// OutOfCapacity lists instance types that create skips as "currently
+	// unavailable (no capacity)", besides those the catalogue marks so.
+	OutOfCapacity []string `json:"out_of_capacity,omitempty"`
+}
+
+// NoCapacity reports whether typ is listed in OutOfCapacity.
+func (o Options) NoCapacity(typ string) bool {
+	for _, t := range o.OutOfCapacity {
+		if t == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // EffVersion returns the version brev reports.
