@@ -23,7 +23,10 @@ type ApplyConfig struct {
 	Secrets  *secret.Set
 	StateDir string
 	// Resume, when not nil, continues that run instead of starting one.
-	Resume         *Resumed
+	Resume *Resumed
+	// Selection is the types of the instances the run creates (Select):
+	// their chains replace create:'s type, and Create learns their prices.
+	Selection      *Selection
 	Parallel       int           // most nodes running at once (0: no limit beyond slots)
 	FinallyTimeout time.Duration // deadline of finalizers and instance teardown
 	// RunName (apply --name, unique in the state) and Tags (--tag, over
@@ -148,6 +151,7 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	cwd, _ := os.Getwd()
 	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record})
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
+	a.insts.sel = cfg.Selection
 	a.insts.notify = a.progress.send
 	if cfg.Resume != nil {
 		// What ssh left of the run's dead apply: its control directory.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/taoflow/taoflow/engine"
@@ -38,6 +39,9 @@ type instances struct {
 	// deleteStep marks the instances whose delete step runs now: it stops
 	// the jobs itself before it asks for the release.
 	deleteStep map[string]bool
+	// sel is the types chosen for the instances created (Select); nil:
+	// create:'s type as written.
+	sel *Selection
 	// prior holds, when resuming, the instances an earlier attempt of the
 	// run created that may still exist, by name.
 	prior map[string]state.Resource
@@ -65,6 +69,9 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		return fmt.Errorf("unknown instance %s", name)
 	}
 	spec := platform.Spec{Name: name, Type: pi.CreateType, Existing: pi.Existing, Host: pi.Host}
+	if c := in.sel.For(name); c != nil && len(c.Chain) > 0 {
+		spec.Type, spec.Offers = strings.Join(c.Chain, ","), c.Offers
+	}
 	creator, canCreate := in.platform.(platform.Creator)
 	owned := canCreate && pi.RunCreates(in.platform.Kind())
 	if !owned {

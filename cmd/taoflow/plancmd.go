@@ -54,6 +54,15 @@ errors.`,
 			if err != nil {
 				return err
 			}
+			// The types of created brev instances, from brev search: a
+			// filter nothing passes is exit 2 here, as at apply.
+			sel, err := runner.Select(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			if err := runner.CheckBudget(p, runner.Estimated(g, sel)); err != nil {
+				return err
+			}
 			red := secretRedactor(p)
 			w := secret.NewWriter(sio.out, red)
 			defer w.Close()
@@ -61,7 +70,7 @@ errors.`,
 			if commands && !noCommands {
 				pv = newPreviewer(g)
 			}
-			sum := newPreview(g, diags, os.LookupEnv)
+			sum := newPreview(g, diags, os.LookupEnv, sel)
 			if asJSON {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
