@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -254,6 +255,11 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		if errors.Is(err, platform.ErrNotFound) {
 			return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)
 		}
+		if errors.Is(err, platform.ErrNotStoppable) {
+			// Deleting would lose the results; stopping is not possible.
+			err = fmt.Errorf("LEFT RUNNING: %s (%s) still holds the results of an upload that failed, so it was not deleted, and its type %s cannot be stopped; it bills %s until you fetch the results and run taoflow destroy %s --yes",
+				name, inst.Ref, orDash(inst.Attrs["type"]), perHour(inst.Attrs["price_per_hour"]), in.run)
+		}
 	default:
 		deleter, canDelete := in.platform.(platform.Deleter)
 		if !canDelete {
@@ -407,4 +413,21 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		recordUpload(req)
 	}
 	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// perHour says what a price attribute ("3.29") costs: "~$3.29/h (list
+// price)", or "by the hour" when it is not known.
+func perHour(price string) string {
+	v, err := strconv.ParseFloat(price, 64)
+	if err != nil {
+		return "by the hour"
+	}
+	return "~" + platform.Dollars(v) + "/h (list price)"
 }

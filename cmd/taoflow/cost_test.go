@@ -1,0 +1,234 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/taoflow/taoflow/platform/brev/brevtest"
+)
+
+// goldenDir holds the golden files, found from the package directory
+// (tests chdir away from it).
+var goldenDir = func() string {
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "testdata", "golden")
+}()
+
+// fakeOnPath starts a fake brev without an sshd (enough for brev search)
+// and points the environment at it.
+func fakeOnPath(t *testing.T) *brevtest.Fake {
+	t.Helper()
+	f := brevtest.Start(t, brevtest.Options{})
+	for _, kv := range f.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Chdir(t.TempDir())
+	return f
+}
+
+const costPlan = `taoflow: 1
+name: cost
+platform: brev
+budget: {max_cost: 500, max_duration: 8h}
+instances:
+  big: {create: {gpu: A100, min_vram: 80}}
+  small: {create: {type: "g5.2xlarge,g5.xlarge"}, slots: 2}
+  eight: {create: {gpu: H100, gpus: 8, max_price: 30}}
+steps:
+  - {id: pre, uses: preflight}
+  - {id: train, uses: run, needs: [pre], matrix: {x: [1, 2, 3]}, with: {command: "echo hi"}}
+  - {id: wait, uses: wait, needs: [train], matrix: inherit, with: {timeout: 2h}}
+finally:
+  - {id: teardown, uses: delete}
+`
+
+// TestPlanCost: plan shows each created instance's candidate types with
+// their list prices and the cost lines (golden), and plan --json carries
+// the same figures. brev search ran with stdin /dev/null; nothing was
+// created.
+func TestPlanCost(t *testing.T) {
+	f := fakeOnPath(t)
+	writePlan(t, "cost.yaml", costPlan)
+	code, out, errOut := applyCLI(t, "plan", "cost.yaml")
+	if code != exitOK {
+		t.Fatalf("plan exit %d\n%s%s", code, out, errOut)
+	}
+	golden(t, "plan-cost.txt", out)
+
+	code, out, errOut = applyCLI(t, "plan", "--json", "cost.yaml")
+	if code != exitOK {
+		t.Fatalf("plan --json exit %d\n%s", code, errOut)
+	}
+	var got struct {
+		Preview struct {
+			Instances []struct {
+				Name       string
+				Type       string
+				Candidates []struct {
+					Type  string
+					Price *float64 `json:"price_per_hour"`
+				}
+			}
+			Cost struct {
+				PerHour float64  `json:"per_hour"`
+				AtMost  *float64 `json:"at_most"`
+				Minimum float64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	c := got.Preview.Cost
+	// big 2.59 + small 1.45 + eight 23.92 (each at the first of its chain).
+	if c.PerHour < 27.959 || c.PerHour > 27.961 {
+		t.Errorf("per_hour %v, want 27.96", c.PerHour)
+	}
+	// The dearest type of each chain for every wait it may hold, plus boot:
+	// big 5.07×(3×2h+7m, the longest boot of its chain) + small 1.45×(2×2h+4m) + eight 23.92×(3×2h+10m).
+	want := 5.07*(6+7.0/60) + 1.45*(4+4.0/60) + 23.92*(6+10.0/60)
+	if c.AtMost == nil || *c.AtMost < want-0.01 || *c.AtMost > want+0.01 {
+		t.Errorf("at_most %v, want %.2f", c.AtMost, want)
+	}
+	if chain := got.Preview.Instances[0].Type; chain != "gpu_1x_a100_80gb_sxm4,a2-ultragpu-1g" {
+		t.Errorf("big's chain %q, want the A100 80 GB types cheapest first", chain)
+	}
+	for _, call := range f.Calls() {
+		if call.StdinPiped {
+			t.Errorf("brev %q ran with a piped stdin", call.Args)
+		}
+		if call.Command == "create" {
+			t.Errorf("plan ran brev create")
+		}
+	}
+
+	// A wait without a timeout: no bound, and plan says which.
+	writePlan(t, "unbounded.yaml", strings.Replace(costPlan, "with: {timeout: 2h}", "with: {interval: 1s}", 1))
+	_, out, _ = applyCLI(t, "plan", "unbounded.yaml")
+	if !strings.Contains(out, "~$27.96/h while all 3 instances run; no upper bound: wait step wait has no timeout") {
+		t.Errorf("an unbounded plan's cost line:\n%s", out)
+	}
+}
+
+// golden compares got with testdata/golden/name; UPDATE_GOLDEN=1 rewrites
+// it.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(goldenDir, name)
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s\nRegenerate with UPDATE_GOLDEN=1 go test ./cmd/taoflow -run %s", name, diff, t.Name())
+	}
+}
+
+// TestSelectNoMatch: a filter nothing passes is exit 2 before anything is
+// created — no brev create in the call log — naming the nearest offers and
+// the filter that excluded each.
+func TestSelectNoMatch(t *testing.T) {
+	for name, c := range map[string]struct {
+		create string
+		want   []string
+	}{
+		"price": {"{gpu: H100, gpus: 8, max_price: 20}", []string{
+			`gpu_1x_h100_pcie \(1x H100 80 GB, lambda-labs, not stoppable\) \$2\.49/h: excluded by gpus: it has 1, not 8`,
+			`gpu_8x_h100_sxm5 \(8x H100 80 GB, lambda-labs, not stoppable\) \$23\.92/h: excluded by max_price: \$23\.92/h is over \$20\.00/h`}},
+		"gpu":       {"{gpu: B200}", []string{`no type has a GPU named like "B200"`, `n1-highmem-4:nvidia-tesla-t4:1 .*excluded by gpu: its GPU is T4, not B200`}},
+		"stoppable": {"{gpu: H100, stoppable: true, gpus: 1}", []string{`gpu_1x_h100_pcie .*excluded by stoppable: it cannot be stopped`}},
+		"provider":  {"{gpu: L40S, provider: gcp}", []string{`g6e.xlarge .*excluded by provider: it is aws, not gcp`}},
+		"min_vram":  {"{gpu: A10G, min_vram: 40}", []string{`g5.xlarge .*excluded by min_vram: 24 GB per GPU is under 40`}},
+		"min_disk":  {"{gpu: A100, gpus: 1, min_disk: 20000}", []string{`gpu_1x_a100_sxm4 .*excluded by min_disk: at most 512 GB is under 20000`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := fakeOnPath(t)
+			writePlan(t, "p.yaml", "taoflow: 1\nname: nomatch\nplatform: brev\ninstances:\n  gpu: {create: "+c.create+"}\nsteps:\n  - {id: pre, uses: preflight}\n")
+			for _, cmd := range [][]string{{"plan", "p.yaml"}, {"apply", "--yes", "--output", "plain", "p.yaml"}} {
+				code, out, errOut := applyCLI(t, cmd...)
+				if code != exitUsage {
+					t.Errorf("%s: exit %d, want 2\n%s%s", cmd[0], code, out, errOut)
+				}
+				if !strings.Contains(errOut, "p.yaml:5:3: error: instance gpu: no Brev instance type matches create: {") {
+					t.Errorf("%s: no position or filter in:\n%s", cmd[0], errOut)
+				}
+				for _, w := range c.want {
+					if !regexp.MustCompile(w).MatchString(errOut) {
+						t.Errorf("%s: stderr lacks %s:\n%s", cmd[0], w, errOut)
+					}
+				}
+			}
+			if calls := f.CallsOf("create", ""); len(calls) != 0 {
+				t.Errorf("brev create ran: %q", calls[0].Args)
+			}
+			if len(f.CallsOf("search", "")) == 0 {
+				t.Errorf("brev search never ran")
+			}
+			if _, err := os.Stat(".taoflow"); err == nil {
+				t.Errorf("apply recorded a run")
+			}
+		})
+	}
+}
+
+// TestBudgetFloor: a max_cost under what booting the instances costs is
+// refused by plan and apply (exit 2), nothing created.
+func TestBudgetFloor(t *testing.T) {
+	f := fakeOnPath(t)
+	writePlan(t, "p.yaml", "taoflow: 1\nname: floor\nplatform: brev\nbudget: {max_cost: 0.5}\ninstances:\n  gpu: {create: {gpu: H100, gpus: 8}}\nsteps:\n  - {id: pre, uses: preflight}\n")
+	for _, cmd := range [][]string{{"plan", "p.yaml"}, {"apply", "--yes", "p.yaml"}} {
+		code, _, errOut := applyCLI(t, cmd...)
+		// 8x H100 at $23.92/h for a 10-minute boot: $3.99.
+		if code != exitUsage || !strings.Contains(errOut, "p.yaml:4:1: error: budget.max_cost is $0.50, but booting the plan's instances alone costs at least $3.99") {
+			t.Errorf("%s: exit %d\n%s", cmd[0], code, errOut)
+		}
+	}
+	if len(f.CallsOf("create", "")) != 0 {
+		t.Errorf("brev create ran")
+	}
+}
+
+// TestSelectFiltersChain: each filter reaches brev search or is applied to
+// its answer, and the matching types, cheapest first, are plan's chain.
+func TestSelectFiltersChain(t *testing.T) {
+	fakeOnPath(t)
+	for create, want := range map[string]string{
+		"{gpu: A100}":                                      "gpu_1x_a100_sxm4,gpu_1x_a100_80gb_sxm4,a2-ultragpu-1g,p4d.24xlarge",
+		"{gpu: A100, gpus: 8}":                             "p4d.24xlarge",
+		"{gpu: a100, min_vram: 80}":                        "gpu_1x_a100_80gb_sxm4,a2-ultragpu-1g",
+		"{gpu: A100, max_price: 2.6}":                      "gpu_1x_a100_sxm4,gpu_1x_a100_80gb_sxm4",
+		"{gpu: A100, stoppable: true}":                     "a2-ultragpu-1g,p4d.24xlarge",
+		"{gpu: H100, provider: aws}":                       "p5.48xlarge",
+		"{gpu: H100, min_disk: 3000}":                      "gpu_8x_h100_sxm5,p5.48xlarge",
+		"{type: \"g5.2xlarge,g5.xlarge\"}":                 "g5.2xlarge,g5.xlarge",
+		"{type: \"g5.2xlarge,g6.xlarge\", max_price: 1.2}": "g6.xlarge",
+	} {
+		writePlan(t, "p.yaml", "taoflow: 1\nname: chain\nplatform: brev\ninstances:\n  gpu: {create: "+create+"}\nsteps:\n  - {id: pre, uses: preflight}\n")
+		code, out, errOut := applyCLI(t, "plan", "--json", "p.yaml")
+		if code != exitOK {
+			t.Errorf("%s: exit %d\n%s", create, code, errOut)
+			continue
+		}
+		var got struct {
+			Preview struct{ Instances []struct{ Type string } }
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if chain := got.Preview.Instances[0].Type; chain != want {
+			t.Errorf("create: %s: chain %q, want %q", create, chain, want)
+		}
+	}
+}
