@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -231,4 +232,66 @@ func TestSelectFiltersChain(t *testing.T) {
 			t.Errorf("create: %s: chain %q, want %q", create, chain, want)
 		}
 	}
+}
+
+// TestBrevFallbackChain: an instance picked by GPU is created with every
+// matching type, cheapest first, as the --type chain; the cheapest has no
+// capacity, so brev makes the next, and the run learns that type.
+func TestBrevFallbackChain(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	// The upload-failure plan without its upload: the run succeeds.
+	writePlan(t, "chain.yaml", strings.Split(strings.Replace(brevUploadFails, "{create: {type: g5.xlarge}}", "{create: {gpu: H100, gpus: 1}}", 1), "  - id: upload")[0]+
+		"finally:\n  - id: teardown\n    uses: delete\n")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "chain.yaml")
+	if code != exitOK {
+		t.Fatalf("apply exit %d\n%s%s", code, out, errOut)
+	}
+	creates := f.CallsOf("create", "")
+	if len(creates) != 1 {
+		t.Fatalf("%d brev create calls, want 1", len(creates))
+	}
+	args := creates[0].Args
+	if i := slices.Index(args, "--type"); i < 0 || args[i+1] != "gpu_1x_h100_pcie,gpu_1x_h100_sxm5" {
+		t.Errorf("brev %q: want --type gpu_1x_h100_pcie,gpu_1x_h100_sxm5 (cheapest first)", args)
+	}
+	for _, c := range f.CallsOf("search", "") {
+		if c.StdinPiped {
+			t.Errorf("brev search ran with a piped stdin")
+		}
+		if !slices.Contains(c.Args, "--gpu-name") || slices.Contains(c.Args, "--gpus") {
+			t.Errorf("brev %q: want --gpu-name, and the GPU count applied by taoflow", c.Args)
+		}
+	}
+	f.CheckNoneAlive(t)
+}
+
+// TestBrevNonStoppableUploadFails: when the results upload fails on an
+// instance whose type cannot be stopped, taoflow does not try brev stop
+// (it would fail), does not delete the results, and leaves the instance
+// running with a loud message naming it and its hourly price: exit 3.
+func TestBrevNonStoppableUploadFails(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	writePlan(t, "upfail.yaml", strings.Replace(brevUploadFails, "{create: {type: g5.xlarge}}", "{create: {gpu: H100, gpus: 1, max_price: 3.5}}", 1))
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "upfail.yaml")
+	if code != exitTeardown {
+		t.Fatalf("apply exit %d, want 3\n%s%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`LEFT RUNNING: gpu \(tf-brev-upfail-\S+-gpu\) still holds the results .* its type gpu_1x_h100_sxm5 cannot be stopped; it bills ~\$3\.29/h \(list price\) until you fetch the results and run taoflow destroy brev-upfail-\S+ --yes`).MatchString(out + errOut) {
+		t.Errorf("no loud message naming the instance and its price:\n%s%s", out, errOut)
+	}
+	if n := len(f.CallsOf("stop", "")); n != 0 {
+		t.Errorf("brev stop ran %d times on a type that cannot stop", n)
+	}
+	if n := len(f.CallsOf("delete", "")); n != 0 {
+		t.Errorf("the instance holding the results was deleted")
+	}
+	alive := f.Alive()
+	if len(alive) != 1 || alive[0].Status != "RUNNING" || alive[0].Type != "gpu_1x_h100_sxm5" {
+		t.Fatalf("left: %+v, want the instance RUNNING", alive)
+	}
+	code, out, errOut = applyCLI(t, "destroy", "latest", "--yes")
+	if code != exitOK {
+		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
+	}
+	f.CheckNoneAlive(t)
 }
