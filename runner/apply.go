@@ -213,7 +213,11 @@ func (a *Apply) Finish(sum engine.Summary, runState string, exitCode int, verdic
 			_ = a.store.FlushLog(a.ID, n.ID)
 		}
 	}
-	return a.outcome(sum, runState, exitCode, verdict), err
+	o := a.outcome(sum, runState, exitCode, verdict)
+	if c, cerr := Costs(context.Background(), a.store, a.ID, now); cerr == nil && len(c.Instances) > 0 {
+		o.Cost = &c
+	}
+	return o, err
 }
 
 // Abandon records that teardown was abandoned (a third interrupt): what it

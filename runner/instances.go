@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
@@ -97,6 +98,9 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		}
 	}
 	intent := PlatformData(in.plan)
+	// Billing is counted from here: brev create comes next.
+	billedFrom := time.Now().UTC().Format(time.RFC3339Nano)
+	intent[dataBilledFrom] = billedFrom
 	if n, ok := in.platform.(platform.Namer); ok {
 		// The name it will have, so that a crash during Create leaves
 		// something destroy and reap can find.
@@ -114,6 +118,10 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if inst.Attrs == nil {
+		inst.Attrs = map[string]string{}
+	}
+	inst.Attrs[dataBilledFrom] = billedFrom
 	data := map[string]string{"ref": inst.Ref}
 	for k, v := range inst.Attrs {
 		data[k] = v
@@ -133,6 +141,12 @@ func (in *instances) adopt(ctx context.Context, a platform.Adopter, spec platfor
 	inst, err := a.Adopt(ctx, in.run, spec, res.Data["ref"])
 	if err != nil {
 		return fmt.Errorf("using %s again (created by an earlier attempt of this run): %w", spec.Name, err)
+	}
+	if from := res.Data[dataBilledFrom]; from != "" {
+		if inst.Attrs == nil {
+			inst.Attrs = map[string]string{}
+		}
+		inst.Attrs[dataBilledFrom] = from
 	}
 	in.mu.Lock()
 	in.ids[spec.Name] = res.ID
@@ -388,6 +402,10 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 	}
 	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {
 		req.Facts = prior.Facts
+		if prior.Facts[factUses] == "" {
+			// What ran when, for the GPU-idle time (Costs).
+			_ = e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, factUses, n.Step.Uses)
+		}
 	}
 	req.Record = func(key, value string) {
 		if err := e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, key, value); err != nil && t.Log != nil {

@@ -76,6 +76,9 @@ type Outcome struct {
 	Kept    []string `json:"kept,omitempty"`
 	// RemoveCommand removes what Left, Stopped or Kept name ("" when none).
 	RemoveCommand string `json:"remove_command,omitempty"`
+	// Cost is what the instances the run created on a billing platform
+	// cost, at list prices; nil when it created none.
+	Cost *RunCost `json:"cost,omitempty"`
 	// StateErrors counts writes to the state that failed during the run.
 	StateErrors int `json:"state_errors,omitempty"`
 }

@@ -15,16 +15,16 @@ import (
 // preview is what plan shows by default: what apply would create, use and
 // delete, the nodes of each step, the secrets and the warnings.
 type preview struct {
-	Instances []previewInstance   `json:"instances"`
-	Steps     []previewStep       `json:"steps"`
-	Secrets   []previewSecret     `json:"secrets"`
-	Warnings  []diagnosticJSON    `json:"warnings"`
-	Summary   previewSummary      `json:"summary"`
+	Instances []previewInstance `json:"instances"`
+	Steps     []previewStep     `json:"steps"`
+	Secrets   []previewSecret   `json:"secrets"`
+	Warnings  []diagnosticJSON  `json:"warnings"`
+	Summary   previewSummary    `json:"summary"`
 	// Cost is the estimate from the candidate types' list prices; nil
 	// when the plan creates nothing that bills.
-	Cost     *previewCost `json:"cost,omitempty"`
-	warnings  []plan.Diagnostic   // as printed
-	nodes     map[string][]string // step id → node lines
+	Cost     *previewCost        `json:"cost,omitempty"`
+	warnings []plan.Diagnostic   // as printed
+	nodes    map[string][]string // step id → node lines
 }
 
 type previewInstance struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -86,6 +87,7 @@ func (v *humanView) Outcome(o runner.Outcome) {
 		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(o.Left, ", "))
 		fmt.Fprintf(w, "taoflow: remove them with: %s\n", o.RemoveCommand)
 	}
+	printCostLines(w, o.Cost)
 	fmt.Fprintf(w, "taoflow: run %s %s\n", o.RunID, o.Message)
 	if o.StateErrors > 0 {
 		fmt.Fprintf(w, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", o.StateErrors, o.RunID)
@@ -400,4 +402,47 @@ func elapsed(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// printCostLines prints, at the end of a run, what each created instance
+// cost and its GPU-idle time, then the total.
+func printCostLines(w io.Writer, c *runner.RunCost) {
+	if c == nil {
+		return
+	}
+	for _, line := range costLines(c) {
+		fmt.Fprintf(w, "taoflow: %s\n", line)
+	}
+}
+
+// costLines says what each created instance cost (uptime × list price) and
+// how long it was GPU-idle, then the total.
+func costLines(c *runner.RunCost) []string {
+	var lines []string
+	for _, i := range c.Instances {
+		price, cost := "price unknown", "cost unknown"
+		if i.PricePerHour != nil {
+			price = platform.Dollars(*i.PricePerHour) + "/h"
+			cost = platform.Dollars(*i.Cost)
+		}
+		still := ""
+		if i.BilledUntil == nil {
+			still = ", still billing"
+		}
+		lines = append(lines, fmt.Sprintf("instance %s (%s): up %s at %s = %s; GPU idle %s%s", i.Instance, orDash(i.Type),
+			seconds(i.UptimeSeconds), price, cost, seconds(i.IdleSeconds), still))
+	}
+	return append(lines, fmt.Sprintf("cost ~%s at Brev list prices (an estimate); GPU idle %s in all", platform.Dollars(c.Total), seconds(c.IdleSeconds)))
+}
+
+// seconds formats a number of seconds as a duration to the second.
+func seconds(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
