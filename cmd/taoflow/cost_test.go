@@ -263,6 +263,51 @@ func TestBrevFallbackChain(t *testing.T) {
 		}
 	}
 	f.CheckNoneAlive(t)
+
+	// The end of the run and status say what it cost: the fake cloud's
+	// instance-seconds × the type's list price, within a second's worth.
+	bills := f.Bills()
+	if len(bills) != 1 || bills[0].Type != "gpu_1x_h100_sxm5" {
+		t.Fatalf("bills %+v, want one for gpu_1x_h100_sxm5", bills)
+	}
+	billed := bills[0].End.Sub(bills[0].Start).Seconds()
+	if !regexp.MustCompile(`instance gpu \(gpu_1x_h100_sxm5\): up \S+ at \$3\.29/h = \$\d+\.\d\d; GPU idle \S+\n(.|\n)*cost ~\$\d+\.\d\d at Brev list prices \(an estimate\); GPU idle`).MatchString(errOut) {
+		t.Errorf("the end of the run does not say what it cost:\n%s", errOut)
+	}
+	code, out, errOut = applyCLI(t, "status", "--json", "latest")
+	if code != exitOK {
+		t.Fatalf("status exit %d\n%s", code, errOut)
+	}
+	var st struct {
+		Cost struct {
+			Total     float64
+			Instances []struct {
+				Type   string
+				Price  float64 `json:"price_per_hour"`
+				Uptime float64 `json:"uptime_seconds"`
+				Cost   float64
+				Idle   float64 `json:"gpu_idle_seconds"`
+				Until  *string `json:"billed_until"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Cost.Instances) != 1 {
+		t.Fatalf("status --json cost: %s", out)
+	}
+	ic := st.Cost.Instances[0]
+	secondsWorth := 3.29 / 3600
+	if ic.Type != "gpu_1x_h100_sxm5" || ic.Price != 3.29 || ic.Until == nil {
+		t.Errorf("status --json: %+v", ic)
+	}
+	if d := ic.Cost - billed*3.29/3600; d > secondsWorth || d < -secondsWorth {
+		t.Errorf("cost $%.6f, the fake billed %.3fs × $3.29/h = $%.6f: off by more than a second's worth", ic.Cost, billed, billed*3.29/3600)
+	}
+	if st.Cost.Total != ic.Cost || ic.Idle <= 0 || ic.Idle >= ic.Uptime {
+		t.Errorf("total %v, idle %vs of %vs uptime", st.Cost.Total, ic.Idle, ic.Uptime)
+	}
 }
 
 // TestBrevNonStoppableUploadFails: when the results upload fails on an

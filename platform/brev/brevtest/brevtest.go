@@ -354,6 +354,27 @@ func (f *Fake) AddExisting(name string) Instance {
 	return added
 }
 
+// Bill is what the fake cloud billed for one instance: from the create
+// that registered it until the delete that ended it.
+type Bill struct {
+	Name, Type string
+	Start, End time.Time
+}
+
+// Bills returns the bills of the instances deleted so far, in delete order.
+func (f *Fake) Bills() []Bill {
+	f.t.Helper()
+	st, err := fakestate.Read(f.Dir)
+	if err != nil {
+		f.t.Fatalf("brevtest: %v", err)
+	}
+	out := make([]Bill, 0, len(st.Bills))
+	for _, b := range st.Bills {
+		out = append(out, Bill{Name: b.Name, Type: b.Type, Start: time.Unix(0, b.Start), End: time.Unix(0, b.End)})
+	}
+	return out
+}
+
 // SetStatus moves the named instance to status (its tick count restarts,
 // so e.g. DEPLOYING lasts DeployPolls more ticks). The name must exist.
 func (f *Fake) SetStatus(name, status string) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -271,7 +272,8 @@ func (a *app) register(name, typ string) (inst *fakestate.Instance, eof bool, er
 		if err := os.MkdirAll(sandbox, 0o700); err != nil {
 			return fmt.Errorf("fake brev: make sandbox: %w", err)
 		}
-		i := &fakestate.Instance{Name: name, ID: fakestate.NewID(), Status: fakestate.Deploying, Type: typ, Sandbox: sandbox}
+		i := &fakestate.Instance{Name: name, ID: fakestate.NewID(), Status: fakestate.Deploying, Type: typ, Sandbox: sandbox,
+			CreatedAt: time.Now().UnixNano()}
 		switch {
 		case s.TakeFault(fakestate.FaultStuckDeploying, name):
 			i.Fate = fakestate.FateStuck

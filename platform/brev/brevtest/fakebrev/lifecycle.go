@@ -68,6 +68,9 @@ func (a *app) deleteOne(name string) error {
 				"cmd/delete.deleteWorkspace")
 		case i.Status != fakestate.Deleting:
 			i.SetStatus(fakestate.Deleting)
+			if i.CreatedAt != 0 {
+				s.Bills = append(s.Bills, fakestate.Bill{Name: i.Name, Type: i.Type, Start: i.CreatedAt, End: time.Now().UnixNano()})
+			}
 		}
 		return nil
 	})
