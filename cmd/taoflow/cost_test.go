@@ -271,7 +271,7 @@ func TestBrevFallbackChain(t *testing.T) {
 		t.Fatalf("bills %+v, want one for gpu_1x_h100_sxm5", bills)
 	}
 	billed := bills[0].End.Sub(bills[0].Start).Seconds()
-	if !regexp.MustCompile(`instance gpu \(gpu_1x_h100_sxm5\): up \S+ at \$3\.29/h = \$\d+\.\d\d; GPU idle \S+\n(.|\n)*cost ~\$\d+\.\d\d at Brev list prices \(an estimate\); GPU idle`).MatchString(errOut) {
+	if !regexp.MustCompile(`instance gpu \(gpu_1x_h100_sxm5\): up \S+ at \$3\.29/h = \$\d+\.\d+; GPU idle \S+\n(.|\n)*cost ~\$\d+\.\d+ at Brev list prices \(an estimate\); GPU idle`).MatchString(errOut) {
 		t.Errorf("the end of the run does not say what it cost:\n%s", errOut)
 	}
 	code, out, errOut = applyCLI(t, "status", "--json", "latest")
