@@ -238,10 +238,10 @@ func TestSelectFiltersChain(t *testing.T) {
 // matching type, cheapest first, as the --type chain; the cheapest has no
 // capacity, so brev makes the next, and the run learns that type.
 func TestBrevFallbackChain(t *testing.T) {
-	f, _ := brevEnv(t, brevtest.Options{})
-	// The upload-failure plan without its upload: the run succeeds.
-	writePlan(t, "chain.yaml", strings.Split(strings.Replace(brevUploadFails, "{create: {type: g5.xlarge}}", "{create: {gpu: H100, gpus: 1}}", 1), "  - id: upload")[0]+
-		"finally:\n  - id: teardown\n    uses: delete\n")
+	f, dir := brevEnv(t, brevtest.Options{})
+	// The upload-failure plan, uploading where it can: the run succeeds.
+	plan := strings.Replace(brevUploadFails, "{create: {type: g5.xlarge}}", "{create: {gpu: H100, gpus: 1}}", 1)
+	writePlan(t, "chain.yaml", strings.Replace(plan, "file:///proc/taoflow-cannot-write-here", "file://"+dir+"/out", 1))
 	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "chain.yaml")
 	if code != exitOK {
 		t.Fatalf("apply exit %d\n%s%s", code, out, errOut)
@@ -307,6 +307,26 @@ func TestBrevFallbackChain(t *testing.T) {
 	}
 	if st.Cost.Total != ic.Cost || ic.Idle <= 0 || ic.Idle >= ic.Uptime {
 		t.Errorf("total %v, idle %vs of %vs uptime", st.Cost.Total, ic.Idle, ic.Uptime)
+	}
+	// The manifest next to the results says what the instance had cost by
+	// then.
+	raw, err := os.ReadFile(filepath.Join(dir, "out", "taoflow-run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Type string `json:"instance_type"`
+		Cost *struct {
+			Price  float64 `json:"price_per_hour"`
+			Uptime float64 `json:"uptime_seconds"`
+			Cost   float64
+		} `json:"instance_cost"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Type != "gpu_1x_h100_sxm5" || m.Cost == nil || m.Cost.Price != 3.29 || m.Cost.Uptime > ic.Uptime+1 || m.Cost.Cost > ic.Cost+secondsWorth {
+		t.Errorf("manifest: %s", raw)
 	}
 }
 
