@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/taoflow/taoflow/engine"
@@ -37,6 +38,11 @@ type ApplyConfig struct {
 	// changes (or that is in none).
 	RequireClean bool
 	Version      string // taoflow's, for the provenance
+	// OnBudget hears why the run went over the plan's budget, when it
+	// does (the run is then cancelled and torn down). It must not block.
+	OnBudget func(why string)
+	// BudgetPoll is how often max_cost is checked (DefaultBudgetPoll).
+	BudgetPoll time.Duration
 }
 
 // Apply is one apply of a plan: a new run, or a resumed one. Start prepares
@@ -58,6 +64,11 @@ type Apply struct {
 	rec      *recorder
 	prov     *provenance.Info
 	closers  []func()
+	// started is when the run began (a resumed one: its first start), for
+	// budget.max_duration.
+	started    time.Time
+	budgetMu   sync.Mutex
+	overBudget string // the limit the run crossed, once it did
 }
 
 // Start prepares an apply: it builds the plan's platform (a platform CLI
@@ -69,9 +80,10 @@ func Start(ctx context.Context, cfg ApplyConfig) (*Apply, error) {
 	if r := cfg.Resume; r != nil && p.Hash != r.Run.PlanHash {
 		return nil, refused(fmt.Errorf("%s has changed since run %s started (its sha256 was %.12s, now %.12s): resume needs the same plan", cfg.PlanPath, r.Run.ID, r.Run.PlanHash, p.Hash))
 	}
-	a := &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}}
+	a := &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}, started: time.Now()}
 	if cfg.Resume != nil {
 		a.ID = cfg.Resume.Run.ID
+		a.started = cfg.Resume.Run.StartedAt
 	}
 	if err := a.start(ctx); err != nil {
 		a.Close()
@@ -172,10 +184,18 @@ func (a *Apply) Run(ctx context.Context, view engine.Observer) (engine.Summary, 
 	}
 	a.rec = rec
 	a.progress.set(rec.Event)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopWatching := a.watchBudget(ctx, cancel)
 	sum := engine.Run(ctx, a.Graph, engine.Config{
 		RunID: a.ID, Parallel: a.cfg.Parallel, Executor: &executor{run: a.ID, g: a.Graph, insts: a.insts, steps: a.steps, store: a.store},
 		Instances: a.insts, Observer: rec, FinallyTimeout: a.cfg.FinallyTimeout, Done: a.Done,
 	})
+	stopWatching()
+	if a.OverBudget() != "" {
+		// Cancelled by the budget, not by the user: a failure (exit 1).
+		sum.Interrupted = false
+	}
 	return sum, nil
 }
 

@@ -205,7 +205,10 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 
 	a, err := runner.Start(parent, runner.ApplyConfig{Plan: p, PlanPath: path, Secrets: secrets, StateDir: g.stateDir,
 		Resume: prior, Selection: sel, Parallel: f.parallel, FinallyTimeout: f.finally,
-		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString()})
+		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString(),
+		OnBudget: func(why string) {
+			fmt.Fprintf(errOut, "\ntaoflow: over budget: %s; cancelling the running work, then tearing down (finalizers run)\n", why)
+		}})
 	if err != nil {
 		return err
 	}
@@ -225,6 +228,9 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return err
 	}
 	runState, verdict := runner.Verdict(sum)
+	if why := a.OverBudget(); why != "" {
+		verdict = "over budget (" + why + "): " + verdict
+	}
 	code := exitCodes[runState]
 	outcome, err := a.Finish(sum, runState, code, verdict)
 	view.Close()

@@ -360,3 +360,67 @@ func TestBrevNonStoppableUploadFails(t *testing.T) {
 	}
 	f.CheckNoneAlive(t)
 }
+
+const brevBudgetPlan = `taoflow: 1
+name: brev-budget
+platform: brev
+budget: {max_duration: 15s}
+instances:
+  gpu: {create: {gpu: A10G}}
+steps:
+  - id: train
+    uses: run
+    with: {command: "mkdir -p ~/results && echo partial > ~/results/ckpt.txt && while true; do sleep 0.2; done"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms, timeout: 1h}
+finally:
+  - id: save
+    uses: upload-s3
+    with: {from: "~/results", to: "file://OUT"}
+  - id: teardown
+    uses: delete
+    needs: [save]
+`
+
+// TestBrevBudgetTrips: a run that outlasts budget.max_duration is told so,
+// its running job is cancelled, the finalizers still run (the upload in
+// finally happens) and the instance is deleted: exit 1, not 130.
+func TestBrevBudgetTrips(t *testing.T) {
+	f, dir := brevEnv(t, brevtest.Options{})
+	writePlan(t, "budget.yaml", strings.Replace(brevBudgetPlan, "OUT", dir+"/out", 1))
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "budget.yaml")
+	if code != exitFailed {
+		t.Fatalf("apply exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if !regexp.MustCompile(`taoflow: over budget: the run has lasted 1[5-9]s, budget.max_duration 15s; cancelling the running work, then tearing down`).MatchString(errOut) {
+		t.Errorf("apply does not say the budget ended the run:\n%s", errOut)
+	}
+	if !strings.Contains(errOut, "run brev-budget-") || !strings.Contains(errOut, "over budget (the run has lasted") {
+		t.Errorf("the verdict does not name the budget:\n%s", errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out", "ckpt.txt")); err != nil || string(b) != "partial\n" {
+		t.Errorf("the upload in finally did not happen: %q, %v", b, err)
+	}
+	f.CheckNoneAlive(t)
+	if len(f.CallsOf("delete", "")) == 0 {
+		t.Errorf("the instance was never deleted")
+	}
+	code, out, _ = applyCLI(t, "status", "--json", "latest")
+	var st struct {
+		State string
+		Nodes []struct{ ID, State, Message string }
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != exitOK {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	for _, n := range st.Nodes {
+		if n.ID == "wait@gpu" && n.State != "canceled" || n.ID == "save@gpu" && n.State != "succeeded" {
+			t.Errorf("node %s is %s: %s", n.ID, n.State, n.Message)
+		}
+	}
+	if st.State != "failed" {
+		t.Errorf("run state %s, want failed", st.State)
+	}
+}
