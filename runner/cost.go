@@ -152,3 +152,8 @@ func busy(nodes []state.Node, instance string, from, to time.Time) time.Duration
 	}
 	return total
 }
+
+// Costs is what the run's created instances have cost so far (Costs).
+func (a *Apply) Costs(ctx context.Context) (RunCost, error) {
+	return Costs(ctx, a.store, a.ID, time.Now())
+}

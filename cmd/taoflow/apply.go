@@ -213,7 +213,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return err
 	}
 	defer a.Close()
-	view := redactedView{newView(f.output, out, errOut, sio.out, a.ID, a.Graph), red}
+	view := redactedView{newView(f.output, out, errOut, sio.out, a.ID, a.Graph, func() (runner.RunCost, error) { return a.Costs(parent) }), red}
 	view.Start(applyStart{RunID: a.ID, Plan: path, Resumed: prior != nil, DoneBefore: len(a.Done), Nodes: len(a.Graph.Nodes),
 		Instances: len(p.Instances), StateDir: g.stateDir})
 
@@ -301,19 +301,23 @@ func confirmBilling(sio stdio, billed []*plan.Instance, sel *runner.Selection) e
 
 // newView picks apply's view: out and errOut are the (redacting) writers
 // to print to, raw the underlying stdout, checked for a terminal.
-func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, g *engine.Graph) applyView {
+func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, g *engine.Graph, costs func() (runner.RunCost, error)) applyView {
 	switch output {
 	case "json":
 		return newJSONView(out, runID)
 	case "auto":
 		if f, ok := raw.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
-			return &humanView{Observer: newLiveView(out, g, func() (int, int) {
+			lv := newLiveView(out, g, func() (int, int) {
 				c, r, err := term.GetSize(int(f.Fd()))
 				if err != nil {
 					return 80, 24
 				}
 				return c, r
-			}), errOut: errOut}
+			})
+			lv.mu.Lock()
+			lv.costs = costs
+			lv.mu.Unlock()
+			return &humanView{Observer: lv, errOut: errOut}
 		}
 	}
 	return &humanView{Observer: &plainView{w: out}, errOut: errOut}

@@ -232,7 +232,15 @@ type liveView struct {
 	stop    chan struct{}
 	done    chan struct{}
 	started time.Time
+	// costs, when set, says what the created instances have cost so far;
+	// asked at most every costEvery, its last answer shown in a line.
+	costs     func() (runner.RunCost, error)
+	cost      *runner.RunCost
+	costAsked time.Time
 }
+
+// costEvery is how often the live view asks what the run has cost.
+const costEvery = 5 * time.Second
 
 type liveRow struct {
 	node, instance, last string
@@ -358,6 +366,23 @@ func (v *liveView) draw() {
 			insts = append(insts, escapeControls(name+": "+v.insts[name]))
 		}
 		out = append(out, clipText("instances — "+strings.Join(insts, " · "), cols-1))
+	}
+	if v.costs != nil && now.Sub(v.costAsked) >= costEvery {
+		v.costAsked = now
+		if c, err := v.costs(); err == nil && len(c.Instances) > 0 {
+			v.cost = &c
+		}
+	}
+	if c := v.cost; c != nil {
+		var parts []string
+		for _, i := range c.Instances {
+			part := fmt.Sprintf("%s up %s", i.Instance, seconds(i.UptimeSeconds))
+			if i.Cost != nil {
+				part += " " + platform.Dollars(*i.Cost)
+			}
+			parts = append(parts, part)
+		}
+		out = append(out, clipText(escapeControls(fmt.Sprintf("cost ~%s at list prices — %s", platform.Dollars(c.Total), strings.Join(parts, " · "))), cols-1))
 	}
 	out = append(out, v.notes...)
 	var b strings.Builder
