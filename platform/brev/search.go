@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -87,7 +88,7 @@ func searchArgs(f platform.Filter) []string {
 // cheapest first, or in the order of filter.Types when it has types. It
 // needs the CLI but no login: it does not run Check.
 func (b *Brev) Search(ctx context.Context, f platform.Filter) ([]platform.Offer, error) {
-	bin, err := lookPath(b.cfg.Binary, getenv(b.env, "PATH"))
+	bin, err := b.searchBinary(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +123,37 @@ func (b *Brev) Search(ctx context.Context, f platform.Filter) ([]platform.Offer,
 		sort.SliceStable(keep, func(i, j int) bool { return keep[i].PricePerHour < keep[j].PricePerHour })
 	}
 	return keep, nil
+}
+
+// searchBinary finds the brev CLI and checks its version (`brev --version
+// --no-check-latest`, once), as Check does, without Check's `brev ls`:
+// search needs no login. A CLI too old for taoflow is refused before
+// anything else runs.
+func (b *Brev) searchBinary(ctx context.Context) (string, error) {
+	b.checkMu.Lock()
+	done := b.bin
+	b.checkMu.Unlock()
+	if done != "" {
+		return done, nil
+	}
+	bin, err := lookPath(b.cfg.Binary, getenv(b.env, "PATH"))
+	if err != nil {
+		return "", err
+	}
+	out, err := b.callWith(ctx, bin, "--version", "--no-check-latest")
+	if err != nil {
+		var ce *callError
+		if errors.As(err, &ce) {
+			if _, verr := checkVersion(ce.stdout); verr != nil {
+				return "", fmt.Errorf("brev CLI %s: %w", bin, verr)
+			}
+		}
+		return "", fmt.Errorf("asking the version of the brev CLI (%s): %w", bin, err)
+	}
+	if _, err := checkVersion(out); err != nil {
+		return "", fmt.Errorf("brev CLI %s: %w", bin, err)
+	}
+	return bin, nil
 }
 
 // offerAttrs are the Attrs of an instance of type typ, from offers: its
