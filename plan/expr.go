@@ -12,6 +12,7 @@ const (
 	NSCell     = "cell"
 	NSRun      = "run"
 	NSInstance = "instance"
+	NSSlot     = "slot"
 	NSSecrets  = "secrets"
 )
 

@@ -85,7 +85,11 @@ type Instance struct {
 	Existing string // brev: reuse this instance
 	Host     string // ssh: destination or alias
 	Slots    int
-	Keep     bool
+	SlotsPos Pos // the slots: key, when written
+	// GPUs is the declared GPU count (gpus:), 0 when preflight counts them.
+	GPUs    int
+	GPUsPos Pos
+	Keep    bool
 }
 
 // Select are the filters of a brev create: by GPU and price. Zero fields
