@@ -56,6 +56,11 @@ func build(file string, root *Value) *Plan {
 	if v := root.Get("fail_fast"); v != nil {
 		p.FailFast = v.Text == "true"
 	}
+	if f := root.Field("budget"); f != nil {
+		p.Budget.Pos = f.KeyPos
+		p.Budget.MaxCost = floatOf(f.Value.Get("max_cost"))
+		p.Budget.MaxDuration, _ = time.ParseDuration(scalar(f.Value.Get("max_duration")))
+	}
 	buildRecords(p, root)
 	p.index()
 	return p
@@ -93,6 +98,15 @@ func buildInstance(f Field) *Instance {
 	if c := v.Get("create"); c != nil {
 		in.Create = true
 		in.CreateType = scalar(c.Get("type"))
+		in.Select = Select{
+			GPU:       scalar(c.Get("gpu")),
+			MinVRAM:   floatOf(c.Get("min_vram")),
+			MinDisk:   floatOf(c.Get("min_disk")),
+			MaxPrice:  floatOf(c.Get("max_price")),
+			Stoppable: scalar(c.Get("stoppable")) == "true",
+			Provider:  scalar(c.Get("provider")),
+		}
+		in.Select.GPUs, _ = intOf(c.Get("gpus"))
 	}
 	in.Existing = scalar(v.Get("existing"))
 	in.Host = scalar(v.Get("host"))
@@ -191,6 +205,18 @@ func scalar(v *Value) string {
 		return ""
 	}
 	return v.Text
+}
+
+// floatOf reads a number; 0 for anything else, which the schema reports.
+func floatOf(v *Value) float64 {
+	if v == nil || v.Kind != Scalar {
+		return 0
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(v.Text, "_", ""), 64)
+	if err != nil || f < 0 {
+		return 0
+	}
+	return f
 }
 
 // intOf reads an integer as YAML writes it (digits, _ separators, 0x/0o/0b)

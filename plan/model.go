@@ -35,6 +35,7 @@ type Plan struct {
 	Steps       []*Step
 	Finally     []*Step
 	FailFast    bool
+	Budget      Budget  // budget:, zero when absent
 	Tags        []Tag   // tags:, in file order
 	Notify      *Notify // notify:, nil when absent
 
@@ -78,14 +79,40 @@ type Instance struct {
 	Pos        Pos
 	CreateType string // brev: create with this type chain
 	Create     bool
-	Existing   string // brev: reuse this instance
-	Host       string // ssh: destination or alias
-	Slots      int
-	SlotsPos   Pos // the slots: key, when written
+	// Select are create:'s filters (brev): the types that pass them, from
+	// brev search, become the chain (narrowing CreateType when it is set).
+	Select   Select
+	Existing string // brev: reuse this instance
+	Host     string // ssh: destination or alias
+	Slots    int
+	SlotsPos Pos // the slots: key, when written
 	// GPUs is the declared GPU count (gpus:), 0 when preflight counts them.
 	GPUs    int
 	GPUsPos Pos
 	Keep    bool
+}
+
+// Select are the filters of a brev create: by GPU and price. Zero fields
+// select everything.
+type Select struct {
+	GPU       string  // GPU name, a case-insensitive substring
+	GPUs      int     // exactly this many GPUs
+	MinVRAM   float64 // GB per GPU
+	MinDisk   float64 // GB
+	MaxPrice  float64 // US dollars per hour
+	Stoppable bool
+	Provider  string
+}
+
+// IsZero reports whether no filter is set.
+func (s Select) IsZero() bool { return s == Select{} }
+
+// Budget is the plan's budget: limits on a run's estimated cost and
+// duration; zero fields are no limit.
+type Budget struct {
+	Pos         Pos
+	MaxCost     float64 // US dollars, at list prices
+	MaxDuration time.Duration
 }
 
 // DefaultBackoff is the wait before a step's first retry when retries:

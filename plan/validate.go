@@ -207,6 +207,10 @@ func (m *schemaMapper) leaf(ve *jsonschema.ValidationError, kw string) {
 		m.d.errorf(val.Pos, "%s: entries must be unique", subj)
 	case "minProperties", "minItems":
 		if val.Kind == Map && len(val.Fields) == 0 || val.Kind == List && len(val.Items) == 0 {
+			if h, ok := frag["x-empty-hint"].(string); ok {
+				m.d.errorf(keyPos, "%s %s", subj, h)
+				return
+			}
 			m.d.errorf(keyPos, "%s must not be empty", subj)
 			return
 		}
@@ -242,6 +246,8 @@ func describeConstraint(kw string, frag map[string]any) string {
 		return fmt.Sprintf("must be at least %v", frag["minimum"])
 	case "maximum":
 		return fmt.Sprintf("must be at most %v", frag["maximum"])
+	case "exclusiveMinimum":
+		return fmt.Sprintf("must be above %v", frag["exclusiveMinimum"])
 	case "minItems":
 		return fmt.Sprintf("needs at least %v entries", frag["minItems"])
 	case "minProperties":

@@ -41,6 +41,10 @@ type Spec struct {
 	Existing string
 	// Host is an ssh destination ("user@host:port" or a config alias).
 	Host string
+	// Offers are what the platform's catalogue says of the types in Type
+	// (a Searcher's answer), when known: Create reports the price and
+	// stoppability of the type it got from them.
+	Offers []Offer
 }
 
 // Platform runs commands on instances.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/taoflow/taoflow/engine"
@@ -23,7 +24,10 @@ type ApplyConfig struct {
 	Secrets  *secret.Set
 	StateDir string
 	// Resume, when not nil, continues that run instead of starting one.
-	Resume         *Resumed
+	Resume *Resumed
+	// Selection is the types of the instances the run creates (Select):
+	// their chains replace create:'s type, and Create learns their prices.
+	Selection      *Selection
 	Parallel       int           // most nodes running at once (0: no limit beyond slots)
 	FinallyTimeout time.Duration // deadline of finalizers and instance teardown
 	// RunName (apply --name, unique in the state) and Tags (--tag, over
@@ -36,6 +40,11 @@ type ApplyConfig struct {
 	Version      string // taoflow's, for the provenance
 	// TransientBackoff is steps.Config.TransientBackoff (0: the default).
 	TransientBackoff time.Duration
+	// OnBudget hears why the run went over the plan's budget, when it
+	// does (the run is then cancelled and torn down). It must not block.
+	OnBudget func(why string)
+	// BudgetPoll is how often max_cost is checked (DefaultBudgetPoll).
+	BudgetPoll time.Duration
 }
 
 // Apply is one apply of a plan: a new run, or a resumed one. Start prepares
@@ -60,6 +69,11 @@ type Apply struct {
 	rec      *recorder
 	prov     *provenance.Info
 	closers  []func()
+	// started is when the run began (a resumed one: its first start), for
+	// budget.max_duration.
+	started    time.Time
+	budgetMu   sync.Mutex
+	overBudget string // the limit the run crossed, once it did
 }
 
 // Start prepares an apply: it builds the plan's platform (a platform CLI
@@ -71,9 +85,10 @@ func Start(ctx context.Context, cfg ApplyConfig) (*Apply, error) {
 	if r := cfg.Resume; r != nil && p.Hash != r.Run.PlanHash {
 		return nil, refused(fmt.Errorf("%s has changed since run %s started (its sha256 was %.12s, now %.12s): resume needs the same plan", cfg.PlanPath, r.Run.ID, r.Run.PlanHash, p.Hash))
 	}
-	a := &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}}
+	a := &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}, started: time.Now()}
 	if cfg.Resume != nil {
 		a.ID = cfg.Resume.Run.ID
+		a.started = cfg.Resume.Run.StartedAt
 	}
 	if err := a.start(ctx); err != nil {
 		a.Close()
@@ -154,6 +169,7 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record,
 		TransientBackoff: cfg.TransientBackoff})
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
+	a.insts.sel = cfg.Selection
 	a.insts.notify = a.progress.send
 	if cfg.Resume != nil {
 		// What ssh left of the run's dead apply: its control directory.
@@ -175,11 +191,19 @@ func (a *Apply) Run(ctx context.Context, view engine.Observer) (engine.Summary, 
 	}
 	a.rec = rec
 	a.progress.set(rec.Event)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopWatching := a.watchBudget(ctx, cancel)
 	sum := engine.Run(ctx, a.Graph, engine.Config{
 		RunID: a.ID, Parallel: a.cfg.Parallel, Executor: &executor{run: a.ID, g: a.Graph, insts: a.insts, steps: a.steps, store: a.store},
 		Instances: a.insts, Observer: rec, FinallyTimeout: a.cfg.FinallyTimeout, Done: a.Done,
 		Slots: a.slots, GPUs: a.steps.GPUs,
 	})
+	stopWatching()
+	if a.OverBudget() != "" {
+		// Cancelled by the budget, not by the user: a failure (exit 1).
+		sum.Interrupted = false
+	}
 	return sum, nil
 }
 
@@ -217,7 +241,11 @@ func (a *Apply) Finish(sum engine.Summary, runState string, exitCode int, verdic
 			_ = a.store.FlushLog(a.ID, n.ID)
 		}
 	}
-	return a.outcome(sum, runState, exitCode, verdict), err
+	o := a.outcome(sum, runState, exitCode, verdict)
+	if c, cerr := Costs(context.Background(), a.store, a.ID, now); cerr == nil && len(c.Instances) > 0 {
+		o.Cost = &c
+	}
+	return o, err
 }
 
 // Abandon records that teardown was abandoned (a third interrupt): what it

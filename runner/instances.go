@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
@@ -39,6 +41,9 @@ type instances struct {
 	// deleteStep marks the instances whose delete step runs now: it stops
 	// the jobs itself before it asks for the release.
 	deleteStep map[string]bool
+	// sel is the types chosen for the instances created (Select); nil:
+	// create:'s type as written.
+	sel *Selection
 	// prior holds, when resuming, the instances an earlier attempt of the
 	// run created that may still exist, by name.
 	prior map[string]state.Resource
@@ -66,6 +71,9 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		return fmt.Errorf("unknown instance %s", name)
 	}
 	spec := platform.Spec{Name: name, Type: pi.CreateType, Existing: pi.Existing, Host: pi.Host}
+	if c := in.sel.For(name); c != nil && len(c.Chain) > 0 {
+		spec.Type, spec.Offers = strings.Join(c.Chain, ","), c.Offers
+	}
 	creator, canCreate := in.platform.(platform.Creator)
 	owned := canCreate && pi.RunCreates(in.platform.Kind())
 	if !owned {
@@ -90,6 +98,9 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		}
 	}
 	intent := PlatformData(in.plan)
+	// Billing is counted from here: brev create comes next.
+	billedFrom := time.Now().UTC().Format(time.RFC3339Nano)
+	intent[dataBilledFrom] = billedFrom
 	if n, ok := in.platform.(platform.Namer); ok {
 		// The name it will have, so that a crash during Create leaves
 		// something destroy and reap can find.
@@ -107,6 +118,10 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if inst.Attrs == nil {
+		inst.Attrs = map[string]string{}
+	}
+	inst.Attrs[dataBilledFrom] = billedFrom
 	data := map[string]string{"ref": inst.Ref}
 	for k, v := range inst.Attrs {
 		data[k] = v
@@ -126,6 +141,12 @@ func (in *instances) adopt(ctx context.Context, a platform.Adopter, spec platfor
 	inst, err := a.Adopt(ctx, in.run, spec, res.Data["ref"])
 	if err != nil {
 		return fmt.Errorf("using %s again (created by an earlier attempt of this run): %w", spec.Name, err)
+	}
+	if from := res.Data[dataBilledFrom]; from != "" {
+		if inst.Attrs == nil {
+			inst.Attrs = map[string]string{}
+		}
+		inst.Attrs[dataBilledFrom] = from
 	}
 	in.mu.Lock()
 	in.ids[spec.Name] = res.ID
@@ -247,6 +268,11 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		}
 		if errors.Is(err, platform.ErrNotFound) {
 			return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)
+		}
+		if errors.Is(err, platform.ErrNotStoppable) {
+			// Deleting would lose the results; stopping is not possible.
+			err = fmt.Errorf("LEFT RUNNING: %s (%s) still holds the results of an upload that failed, so it was not deleted, and its type %s cannot be stopped; it bills %s until you fetch the results and run taoflow destroy %s --yes",
+				name, inst.Ref, orDash(inst.Attrs["type"]), perHour(inst.Attrs["price_per_hour"]), in.run)
 		}
 	default:
 		deleter, canDelete := in.platform.(platform.Deleter)
@@ -383,6 +409,10 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 	}
 	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {
 		req.Facts = prior.Facts
+		if prior.Facts[factUses] == "" {
+			// What ran when, for the GPU-idle time (Costs).
+			_ = e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, factUses, n.Step.Uses)
+		}
 	}
 	req.Record = func(key, value string) {
 		if err := e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, key, value); err != nil && t.Log != nil {
@@ -408,4 +438,21 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		recordUpload(req)
 	}
 	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// perHour says what a price attribute ("3.29") costs: "~$3.29/h (list
+// price)", or "by the hour" when it is not known.
+func perHour(price string) string {
+	v, err := strconv.ParseFloat(price, 64)
+	if err != nil {
+		return "by the hour"
+	}
+	return "~" + platform.Dollars(v) + "/h (list price)"
 }

@@ -87,6 +87,9 @@ type Outcome struct {
 	// *LeftError, in Left's order; nil when Left is empty. (The JSON view
 	// has the reasons in its instance-left events.)
 	Teardown error `json:"-"`
+	// Cost is what the instances the run created on a billing platform
+	// cost, at list prices; nil when it created none.
+	Cost *RunCost `json:"cost,omitempty"`
 	// StateErrors counts writes to the state that failed during the run.
 	StateErrors int `json:"state_errors,omitempty"`
 }

@@ -503,7 +503,7 @@ func TestValidate(t *testing.T) {
 		},
 		"create without type": {
 			doc:  `{"taoflow": 1, "name": "t", "instances": {"a": {"create": {}}}, "steps": [{"id": "s", "uses": "delete"}]}`,
-			want: []string{"#/instances/a/create required"},
+			want: []string{"#/instances/a/create minProperties"},
 		},
 		"create type chain with a space": {
 			doc:  `{"taoflow": 1, "name": "t", "instances": {"a": {"create": {"type": "g5.xlarge, g5.2xlarge"}}}, "steps": [{"id": "s", "uses": "delete"}]}`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ type Manifest struct {
 	Cell         *ManifestCell     `json:"cell,omitempty"`
 	Instance     string            `json:"instance"`
 	InstanceType string            `json:"instance_type,omitempty"`
+	// InstanceCost is what the instance had cost when the upload ran, at
+	// its type's list price (instances the run created on brev only).
+	InstanceCost *ManifestCost `json:"instance_cost,omitempty"`
 	// Images are the images pulled on the instance by this run, with
 	// their digests.
 	Images     map[string]string `json:"images,omitempty"`
@@ -53,6 +57,30 @@ type Manifest struct {
 	// (absent where the instance has no sha256sum); `taoflow results
 	// --download` checks a download against it.
 	SHA256 map[string]string `json:"sha256,omitempty"`
+}
+
+// ManifestCost is the cost estimate of a Manifest's instance: its list
+// price, and its uptime and cost from its creation until the upload.
+type ManifestCost struct {
+	PricePerHour  float64 `json:"price_per_hour"`
+	UptimeSeconds float64 `json:"uptime_seconds"`
+	Cost          float64 `json:"cost"`
+	Currency      string  `json:"currency"`
+}
+
+// manifestCost reads the price and billing start of an instance's Attrs
+// (price_per_hour, billed_from); nil when either is missing.
+func manifestCost(attrs map[string]string, now time.Time) *ManifestCost {
+	price, err := strconv.ParseFloat(attrs["price_per_hour"], 64)
+	if err != nil {
+		return nil
+	}
+	from, err := time.Parse(time.RFC3339Nano, attrs["billed_from"])
+	if err != nil {
+		return nil
+	}
+	up := now.Sub(from)
+	return &ManifestCost{PricePerHour: price, UptimeSeconds: math.Round(up.Seconds()), Cost: math.Round(price*up.Hours()*10000) / 10000, Currency: "USD"}
 }
 
 // ManifestCell is the matrix cell of a Manifest.
@@ -209,6 +237,7 @@ func (s *Steps) manifest(req Request, from, to string, files, bytes int64) Manif
 		Step:         req.Step.ID,
 		Instance:     req.Instance.Name,
 		InstanceType: req.Instance.Attrs["type"],
+		InstanceCost: manifestCost(req.Instance.Attrs, time.Now()),
 		Images:       s.imagesOn(req.Instance),
 		From:         from,
 		To:           to,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
 )
@@ -179,9 +180,21 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		// promise (2) could not be kept. Nothing has started yet.
 		return usageError(fmt.Errorf("secret %s is shorter than %d characters: taoflow redacts secrets from every output, log and state, and a value that short cannot be told from ordinary text, so it would be shown as it is; set the real secret (or, if the value is not secret, make it a var)", strings.Join(short, ", "), secret.MinRedactLen))
 	}
+	// The types of the instances it creates, from brev search: a filter
+	// that nothing passes, or a budget the plan cannot keep, is exit 2
+	// before anything is asked or created.
+	sel, err := runner.Select(parent, p)
+	if err != nil {
+		return err
+	}
+	if g, err := engine.Expand(p, engine.Options{RunID: "RUN"}); err == nil {
+		if err := runner.CheckBudget(p, runner.Estimated(g, sel)); err != nil {
+			return err
+		}
+	}
 	if prior == nil && !f.yes {
 		// A resumed run was agreed to when it started.
-		if err := confirmBilling(sio, p.Billed()); err != nil {
+		if err := confirmBilling(sio, p.Billed(), sel); err != nil {
 			return err
 		}
 	}
@@ -192,13 +205,16 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	defer errOut.Close()
 
 	a, err := runner.Start(parent, runner.ApplyConfig{Plan: p, PlanPath: path, Secrets: secrets, StateDir: g.stateDir,
-		Resume: prior, Parallel: f.parallel, FinallyTimeout: f.finally,
-		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString(), TransientBackoff: g.transientBackoff})
+		Resume: prior, Selection: sel, Parallel: f.parallel, FinallyTimeout: f.finally,
+		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString(), TransientBackoff: g.transientBackoff,
+		OnBudget: func(why string) {
+			fmt.Fprintf(errOut, "\ntaoflow: over budget: %s; cancelling the running work, then tearing down (finalizers run)\n", why)
+		}})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	view := redactedView{newView(f.output, out, errOut, sio.out, a.ID, a.Graph), red}
+	view := redactedView{newView(f.output, out, errOut, sio.out, a.ID, a.Graph, func() (runner.RunCost, error) { return a.Costs(parent) }), red}
 	view.Start(applyStart{RunID: a.ID, Plan: path, Resumed: prior != nil, DoneBefore: len(a.Done), Nodes: len(a.Graph.Nodes),
 		Instances: len(p.Instances), StateDir: g.stateDir})
 
@@ -213,6 +229,9 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return err
 	}
 	runState, verdict := runner.Verdict(sum)
+	if why := a.OverBudget(); why != "" {
+		verdict = "over budget (" + why + "): " + verdict
+	}
 	code := exitCodes[runState]
 	outcome, err := a.Finish(sum, runState, code, verdict)
 	view.Close()
@@ -240,21 +259,34 @@ var isTerminal = func(r io.Reader) bool {
 // confirmBilling asks on a terminal before apply creates instances that
 // bill from creation, and refuses without one: --yes answers for the user,
 // as terraform apply needs -auto-approve in automation.
-func confirmBilling(sio stdio, billed []*plan.Instance) error {
+func confirmBilling(sio stdio, billed []*plan.Instance, sel *runner.Selection) error {
 	if len(billed) == 0 {
 		return nil
 	}
 	var groups []string
 	byType := map[string][]string{}
+	perHour, priced := 0.0, true
 	for _, in := range billed {
-		if _, ok := byType[in.CreateType]; !ok {
-			groups = append(groups, in.CreateType)
+		chain := in.CreateType
+		if c := sel.For(in.Name); c != nil && len(c.Chain) > 0 {
+			chain = strings.Join(c.Chain, ",")
+			if c.Priced() {
+				o, _ := c.Offer(c.Chain[0])
+				perHour += o.PricePerHour
+			}
 		}
-		byType[in.CreateType] = append(byType[in.CreateType], in.Name)
+		priced = priced && sel.For(in.Name).Priced()
+		if _, ok := byType[chain]; !ok {
+			groups = append(groups, chain)
+		}
+		byType[chain] = append(byType[chain], in.Name)
 	}
 	var parts []string
 	for _, t := range groups {
 		parts = append(parts, strings.Join(byType[t], ", ")+": "+t)
+	}
+	if priced {
+		parts = append(parts, "~"+platform.Dollars(perHour)+"/h at list prices")
 	}
 	what := fmt.Sprintf("%d Brev instance%s (%s)", len(billed), plural(len(billed)), strings.Join(parts, "; "))
 	if !isTerminal(sio.in) {
@@ -270,19 +302,23 @@ func confirmBilling(sio stdio, billed []*plan.Instance) error {
 
 // newView picks apply's view: out and errOut are the (redacting) writers
 // to print to, raw the underlying stdout, checked for a terminal.
-func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, g *engine.Graph) applyView {
+func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, g *engine.Graph, costs func() (runner.RunCost, error)) applyView {
 	switch output {
 	case "json":
 		return newJSONView(out, runID)
 	case "auto":
 		if f, ok := raw.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
-			return &humanView{Observer: newLiveView(out, g, func() (int, int) {
+			lv := newLiveView(out, g, func() (int, int) {
 				c, r, err := term.GetSize(int(f.Fd()))
 				if err != nil {
 					return 80, 24
 				}
 				return c, r
-			}), errOut: errOut}
+			})
+			lv.mu.Lock()
+			lv.costs = costs
+			lv.mu.Unlock()
+			return &humanView{Observer: lv, errOut: errOut}
 		}
 	}
 	return &humanView{Observer: &plainView{w: out}, errOut: errOut}

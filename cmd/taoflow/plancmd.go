@@ -41,8 +41,19 @@ Secret values never appear: any value of a declared secret found in the
 output is shown as ***. --json prints all of it as one object (the commands
 with --commands).
 
+For each brev instance the plan creates, plan runs 'brev search --json' (no
+login needed) to pick its types (create: filters such as gpu, gpus, min_vram,
+max_price) and price them: it lists the candidate types in the order create
+tries them with their list prices, and the cost:
+
+  ~$4.35/h while all 3 instances run; at most $52.20 if every wait runs to its timeout
+
+Every figure is an estimate from Brev's list prices.
+
 It contacts no instance and starts nothing. Exit status 2 when the plan has
-errors.`,
+errors, when no instance type matches an instance's filters (the nearest
+offers are listed, each with the filter that excluded it), or when its least
+cost already exceeds budget.max_cost.`,
 		Example: `  taoflow plan examples/plans/quickstart.yaml
   taoflow plan sweep.yaml --var image=nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt
   taoflow plan --commands sweep.yaml          # and the exact remote shell
@@ -54,6 +65,15 @@ errors.`,
 			if err != nil {
 				return err
 			}
+			// The types of created brev instances, from brev search: a
+			// filter nothing passes is exit 2 here, as at apply.
+			sel, err := runner.Select(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			if err := runner.CheckBudget(p, runner.Estimated(g, sel)); err != nil {
+				return err
+			}
 			red := secretRedactor(p)
 			w := secret.NewWriter(sio.out, red)
 			defer w.Close()
@@ -61,7 +81,7 @@ errors.`,
 			if commands && !noCommands {
 				pv = newPreviewer(g)
 			}
-			sum := newPreview(g, diags, os.LookupEnv)
+			sum := newPreview(g, diags, os.LookupEnv, sel)
 			if asJSON {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")

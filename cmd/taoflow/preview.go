@@ -8,18 +8,23 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/runner"
 )
 
 // preview is what plan shows by default: what apply would create, use and
 // delete, the nodes of each step, the secrets and the warnings.
 type preview struct {
-	Instances []previewInstance   `json:"instances"`
-	Steps     []previewStep       `json:"steps"`
-	Secrets   []previewSecret     `json:"secrets"`
-	Warnings  []diagnosticJSON    `json:"warnings"`
-	Summary   previewSummary      `json:"summary"`
-	warnings  []plan.Diagnostic   // as printed
-	nodes     map[string][]string // step id → node lines
+	Instances []previewInstance `json:"instances"`
+	Steps     []previewStep     `json:"steps"`
+	Secrets   []previewSecret   `json:"secrets"`
+	Warnings  []diagnosticJSON  `json:"warnings"`
+	Summary   previewSummary    `json:"summary"`
+	// Cost is the estimate from the candidate types' list prices; nil
+	// when the plan creates nothing that bills.
+	Cost     *previewCost        `json:"cost,omitempty"`
+	warnings []plan.Diagnostic   // as printed
+	nodes    map[string][]string // step id → node lines
 }
 
 type previewInstance struct {
@@ -32,9 +37,46 @@ type previewInstance struct {
 	Host     string `json:"host,omitempty"`
 	Slots    int    `json:"slots"`
 	Billed   bool   `json:"billed"` // bills from creation (brev)
+	// Filters are create:'s filters as written ("gpu: A100, max_price:
+	// 3"); empty for a plan that names its types.
+	Filters string `json:"filters,omitempty"`
+	// Candidates are the types of the chain, in the order create tries
+	// them, with their list prices; a type the catalogue does not list
+	// has no price.
+	Candidates []previewOffer `json:"candidates,omitempty"`
 	// DeletedAtTeardown: the run deletes it when its steps are done (a
 	// created instance without keep: true).
 	DeletedAtTeardown bool `json:"deleted_at_teardown"`
+}
+
+type previewOffer struct {
+	Type      string   `json:"type"`
+	GPU       string   `json:"gpu,omitempty"`
+	GPUs      int      `json:"gpus,omitempty"`
+	VRAM      float64  `json:"vram_gb,omitempty"`
+	Provider  string   `json:"provider,omitempty"`
+	Stoppable *bool    `json:"stoppable,omitempty"`
+	Price     *float64 `json:"price_per_hour"` // null: not listed by brev search
+}
+
+// previewCost is the plan's cost estimate, in US dollars at list prices.
+type previewCost struct {
+	Currency string `json:"currency"` // USD
+	// PerHour: every created instance at the first type of its chain.
+	PerHour   float64 `json:"per_hour"`
+	Instances int     `json:"instances"` // priced created instances
+	// AtMost: if every wait runs to its timeout, at the dearest types;
+	// null when some wait on a billed instance has no timeout (named in
+	// unbounded_waits).
+	AtMost         *float64 `json:"at_most"`
+	UnboundedWaits []string `json:"unbounded_waits,omitempty"`
+	// Minimum: booting every instance at its cheapest type.
+	Minimum float64 `json:"minimum"`
+	// Unpriced: created instances with a type of no known price, and why.
+	Unpriced       []string `json:"unpriced,omitempty"`
+	UnpricedReason string   `json:"unpriced_reason,omitempty"`
+	MaxCost        float64  `json:"budget_max_cost,omitempty"`
+	MaxDuration    string   `json:"budget_max_duration,omitempty"`
 }
 
 type previewStep struct {
@@ -61,7 +103,7 @@ type previewSummary struct {
 	DeletedAtTeardown int `json:"deleted_at_teardown"`
 }
 
-func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) (string, bool)) *preview {
+func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) (string, bool), sel *runner.Selection) *preview {
 	p := g.Plan
 	pv := &preview{Instances: []previewInstance{}, Steps: []previewStep{}, Secrets: []previewSecret{}, Warnings: []diagnosticJSON{}, nodes: map[string][]string{}}
 	for _, in := range p.Instances {
@@ -71,6 +113,18 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 			pi.Type = in.CreateType
 			pi.Billed = in.Bills(p.Platform.Kind)
 			pi.DeletedAtTeardown = !in.Keep
+		}
+		if c := sel.For(in.Name); c != nil {
+			pi.Type = strings.Join(c.Chain, ",")
+			pi.Filters = runner.DescribeFilter(c.Filter)
+			for _, t := range c.Chain {
+				po := previewOffer{Type: t}
+				if o, ok := c.Offer(t); ok {
+					price, stop := o.PricePerHour, o.Stoppable
+					po.GPU, po.GPUs, po.VRAM, po.Provider, po.Stoppable, po.Price = o.GPU, o.GPUs, o.VRAM, o.Provider, &stop, &price
+				}
+				pi.Candidates = append(pi.Candidates, po)
+			}
 		}
 		if pi.Action == "create" {
 			pv.Summary.Create++
@@ -125,6 +179,18 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 		}
 	}
 	pv.Summary.Nodes = len(g.Nodes)
+	if len(sel.Instances) > 0 || p.Budget.MaxCost > 0 || p.Budget.MaxDuration > 0 {
+		e := runner.Estimated(g, sel)
+		c := &previewCost{Currency: "USD", PerHour: e.PerHour, Instances: e.Instances, UnboundedWaits: e.Unbounded,
+			Minimum: e.Min, Unpriced: e.Unpriced, UnpricedReason: sel.Unpriced, MaxCost: p.Budget.MaxCost}
+		if len(e.Unbounded) == 0 {
+			c.AtMost = &e.Bound
+		}
+		if p.Budget.MaxDuration > 0 {
+			c.MaxDuration = p.Budget.MaxDuration.String()
+		}
+		pv.Cost = c
+	}
 	return pv
 }
 
@@ -139,6 +205,8 @@ func printPreview(w io.Writer, g *engine.Graph, pv *preview, details *previewer)
 	for _, in := range pv.Instances {
 		var what string
 		switch {
+		case in.Action == "create" && in.Filters != "":
+			what = "create, " + in.Filters
 		case in.Action == "create" && in.Type != "":
 			what = "create, type " + in.Type
 		case in.Action == "create":
@@ -164,6 +232,9 @@ func printPreview(w io.Writer, g *engine.Graph, pv *preview, details *previewer)
 		fmt.Fprintf(tw, "  %s %s\t%s\t%d slot%s\t%s\n", mark, in.Name, what, in.Slots, plural(in.Slots), end)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printCandidates(w, pv); err != nil {
 		return err
 	}
 
@@ -229,8 +300,78 @@ func printPreview(w io.Writer, g *engine.Graph, pv *preview, details *previewer)
 			fmt.Fprintf(w, "  %s\n", d)
 		}
 	}
+	printCost(w, pv.Cost)
 	s := pv.Summary
 	fmt.Fprintf(w, "\nPlan: %d instance%s to create, %d to use, %d node%s; deleted at teardown: %d\n",
 		s.Create, plural(s.Create), s.Use, s.Nodes, plural(s.Nodes), s.DeletedAtTeardown)
 	return nil
+}
+
+// printCandidates lists, per created instance, the types create tries in
+// order, with their list prices.
+func printCandidates(w io.Writer, pv *preview) error {
+	printed := false
+	for _, in := range pv.Instances {
+		if len(in.Candidates) == 0 {
+			continue
+		}
+		if !printed {
+			fmt.Fprintf(w, "\nInstance types, in the order create tries them (Brev list prices):\n")
+			printed = true
+		}
+		fmt.Fprintf(w, "  %s:\n", in.Name)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, o := range in.Candidates {
+			if o.Price == nil {
+				fmt.Fprintf(tw, "    %s\tnot listed by brev search\t\tprice unknown\n", o.Type)
+				continue
+			}
+			what := fmt.Sprintf("%dx %s %g GB, %s", o.GPUs, o.GPU, o.VRAM, o.Provider)
+			stop := "stoppable"
+			if !*o.Stoppable {
+				stop = "not stoppable"
+			}
+			fmt.Fprintf(tw, "    %s\t%s\t%s\t%s/h\n", o.Type, what, stop, platform.Dollars(*o.Price))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printCost prints the cost estimate: the hourly price while every created
+// instance runs and the bound if every wait runs to its timeout.
+func printCost(w io.Writer, c *previewCost) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nCost (estimates from Brev's list prices):\n")
+	if c.Instances > 0 {
+		line := fmt.Sprintf("~%s/h while all %d instance%s run", platform.Dollars(c.PerHour), c.Instances, plural(c.Instances))
+		switch {
+		case c.AtMost != nil:
+			line += fmt.Sprintf("; at most %s if every wait runs to its timeout", platform.Dollars(*c.AtMost))
+		default:
+			line += fmt.Sprintf("; no upper bound: wait step%s %s %s no timeout", plural(len(c.UnboundedWaits)), strings.Join(c.UnboundedWaits, ", "), map[bool]string{true: "has", false: "have"}[len(c.UnboundedWaits) == 1])
+		}
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	if len(c.Unpriced) > 0 {
+		why := ""
+		if c.UnpricedReason != "" {
+			why = " (" + c.UnpricedReason + ")"
+		}
+		fmt.Fprintf(w, "  no price known for %s%s\n", strings.Join(c.Unpriced, ", "), why)
+	}
+	if c.MaxCost > 0 || c.MaxDuration != "" {
+		var limits []string
+		if c.MaxCost > 0 {
+			limits = append(limits, "max_cost "+platform.Dollars(c.MaxCost))
+		}
+		if c.MaxDuration != "" {
+			limits = append(limits, "max_duration "+c.MaxDuration)
+		}
+		fmt.Fprintf(w, "  budget: %s; apply cancels the run and tears down when it is crossed\n", strings.Join(limits, ", "))
+	}
 }

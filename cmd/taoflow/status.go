@@ -98,6 +98,9 @@ type runJSON struct {
 	Resources []state.Resource `json:"resources,omitempty"`
 	// Results is the run's results table (status RUN only).
 	Results *runner.ResultTable `json:"results,omitempty"`
+	// Cost is what its created brev instances cost, at list prices
+	// (status RUN only; absent when it created none).
+	Cost *runner.RunCost `json:"cost,omitempty"`
 }
 
 // nodeStatusJSON is a node as status --json prints it: its facts as JSON values
@@ -270,10 +273,17 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	if rf.csv {
 		return writeResultsCSV(w, results)
 	}
+	cost, err := runner.Costs(ctx, store, r.ID, time.Now())
+	if err != nil {
+		return err
+	}
 	if asJSON {
 		j := newRunJSON(r)
 		j.RunRecord = rec
 		j.Nodes, j.Resources, j.Results = newNodesJSON(r.ID, nodes), alive, &results
+		if len(cost.Instances) > 0 {
+			j.Cost = &cost
+		}
 		return writeJSON(w, j)
 	}
 	gone := runner.ApplyGone(r)
@@ -331,6 +341,12 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 		}
 	}
 	printFailures(w, r.ID, nodes)
+	if len(cost.Instances) > 0 {
+		fmt.Fprintf(w, "\ncost (estimates from Brev's list prices):\n")
+		for _, line := range costLines(&cost) {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
 	if len(alive) > 0 {
 		fmt.Fprintf(w, "\nresources that may still exist:\n")
 		for _, res := range alive {

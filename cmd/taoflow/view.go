@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -96,6 +97,7 @@ func (v *humanView) Outcome(o runner.Outcome) {
 		}
 		fmt.Fprintf(w, "taoflow: remove them with: %s\n", o.RemoveCommand)
 	}
+	printCostLines(w, o.Cost)
 	fmt.Fprintf(w, "taoflow: run %s %s\n", o.RunID, o.Message)
 	if o.StateErrors > 0 {
 		fmt.Fprintf(w, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", o.StateErrors, o.RunID)
@@ -240,7 +242,15 @@ type liveView struct {
 	stop    chan struct{}
 	loop    conc.WaitGroup // the redraw loop; Close waits for it (and re-panics its panic)
 	started time.Time
+	// costs, when set, says what the created instances have cost so far;
+	// asked at most every costEvery, its last answer shown in a line.
+	costs     func() (runner.RunCost, error)
+	cost      *runner.RunCost
+	costAsked time.Time
 }
+
+// costEvery is how often the live view asks what the run has cost.
+const costEvery = 5 * time.Second
 
 type liveRow struct {
 	node, instance, last string
@@ -366,6 +376,23 @@ func (v *liveView) draw() {
 		}
 		out = append(out, clipText("instances — "+strings.Join(insts, " · "), cols-1))
 	}
+	if v.costs != nil && now.Sub(v.costAsked) >= costEvery {
+		v.costAsked = now
+		if c, err := v.costs(); err == nil && len(c.Instances) > 0 {
+			v.cost = &c
+		}
+	}
+	if c := v.cost; c != nil {
+		var parts []string
+		for _, i := range c.Instances {
+			part := fmt.Sprintf("%s up %s", i.Instance, seconds(i.UptimeSeconds))
+			if i.Cost != nil {
+				part += " " + platform.Dollars(*i.Cost)
+			}
+			parts = append(parts, part)
+		}
+		out = append(out, clipText(escapeControls(fmt.Sprintf("cost ~%s at list prices — %s", platform.Dollars(c.Total), strings.Join(parts, " · "))), cols-1))
+	}
 	out = append(out, v.notes...)
 	var b strings.Builder
 	if v.lines > 0 {
@@ -409,4 +436,47 @@ func elapsed(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// printCostLines prints, at the end of a run, what each created instance
+// cost and its GPU-idle time, then the total.
+func printCostLines(w io.Writer, c *runner.RunCost) {
+	if c == nil {
+		return
+	}
+	for _, line := range costLines(c) {
+		fmt.Fprintf(w, "taoflow: %s\n", line)
+	}
+}
+
+// costLines says what each created instance cost (uptime × list price) and
+// how long it was GPU-idle, then the total.
+func costLines(c *runner.RunCost) []string {
+	var lines []string
+	for _, i := range c.Instances {
+		price, cost := "price unknown", "cost unknown"
+		if i.PricePerHour != nil {
+			price = platform.Dollars(*i.PricePerHour) + "/h"
+			cost = platform.Dollars(*i.Cost)
+		}
+		still := ""
+		if i.BilledUntil == nil {
+			still = ", still billing"
+		}
+		lines = append(lines, fmt.Sprintf("instance %s (%s): up %s at %s = %s; GPU idle %s%s", i.Instance, orDash(i.Type),
+			seconds(i.UptimeSeconds), price, cost, seconds(i.IdleSeconds), still))
+	}
+	return append(lines, fmt.Sprintf("cost ~%s at Brev list prices (an estimate); GPU idle %s in all", platform.Dollars(c.Total), seconds(c.IdleSeconds)))
+}
+
+// seconds formats a number of seconds as a duration to the second.
+func seconds(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

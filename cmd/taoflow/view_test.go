@@ -8,6 +8,7 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/runner"
 )
 
 func TestLiveViewTable(t *testing.T) {
@@ -31,6 +32,12 @@ steps:
 	}
 	var out bytes.Buffer
 	v := newLiveView(&out, g, func() (int, int) { return 100, 30 })
+	price, cost := 3.29, 0.0548
+	v.mu.Lock()
+	v.costs = func() (runner.RunCost, error) {
+		return runner.RunCost{Total: cost, Instances: []runner.InstanceCost{{Instance: "a", PricePerHour: &price, UptimeSeconds: 60, Cost: &cost}}}, nil
+	}
+	v.mu.Unlock()
 	now := time.Now()
 	v.Event(engine.Event{Time: now, Type: engine.NodePlaced, Node: "train[lr=0.1]", Instance: "a"})
 	v.Event(engine.Event{Time: now, Type: engine.NodeStarted, Node: "train[lr=0.1]", Instance: "a", Attempt: 1})
@@ -49,6 +56,7 @@ steps:
 		"train[lr=0.01]", "pending",
 		"1 running, 2 pending, 1 succeeded",
 		"instances — a: DEPLOYING (1m10s)",
+		"cost ~$0.05 at list prices — a up 1m0s $0.05",
 	} {
 		if !strings.Contains(last, want) {
 			t.Errorf("the last frame lacks %q:\n%s", want, last)

@@ -198,8 +198,10 @@ func (b *Brev) Create(ctx context.Context, run string, spec platform.Spec) (plat
 	}
 	inst.Attrs["id"] = w.ID
 	if w.InstanceType != "" {
+		// The type brev made it with (`ls --json`): one of the chain.
 		inst.Attrs["type"] = w.InstanceType
 	}
+	offerAttrs(inst.Attrs, inst.Attrs["type"], spec.Offers)
 	if err := b.ready(ctx, inst, start, deadline); err != nil {
 		return platform.Instance{}, b.abandon(ctx, inst, err, false)
 	}
@@ -277,6 +279,7 @@ func (b *Brev) adopt(ctx context.Context, spec platform.Spec) (platform.Instance
 		return fail(errors.New("not in `brev ls`: check the name, and that brev is logged in to the org that has it"))
 	}
 	inst := platform.Instance{Name: spec.Name, Ref: w.Name, Attrs: map[string]string{"id": w.ID, "type": w.InstanceType}}
+	offerAttrs(inst.Attrs, w.InstanceType, spec.Offers)
 	if !safeName(w.Name) {
 		return fail(fmt.Errorf("its name %q cannot be an ssh alias", w.Name))
 	}
@@ -525,10 +528,16 @@ func (b *Brev) deleteAndWait(ctx context.Context, name string) error {
 // Stop stops an instance this run created, keeping its disk, and waits
 // until `brev ls` shows it STOPPING or STOPPED (at most DeleteTimeout). An
 // instance brev does not know is an error wrapping platform.ErrNotFound.
-// Like Delete, Stop refuses an instance with Created false.
+// Like Delete, Stop refuses an instance with Created false. An instance
+// whose type cannot be stopped (Attrs "stoppable" false, or brev saying
+// so) is an error wrapping platform.ErrNotStoppable, and brev stop is not
+// run for one known to be so.
 func (b *Brev) Stop(ctx context.Context, inst platform.Instance) error {
 	if err := owned(inst, "stop"); err != nil {
 		return err
+	}
+	if inst.Attrs["stoppable"] == "false" {
+		return fmt.Errorf("stop brev instance %s (%s): type %s: %w", inst.Name, inst.Ref, inst.Attrs["type"], platform.ErrNotStoppable)
 	}
 	if _, err := b.Check(ctx); err != nil {
 		return err
@@ -536,8 +545,11 @@ func (b *Brev) Stop(ctx context.Context, inst platform.Instance) error {
 	what := fmt.Sprintf("stop brev instance %s (%s)", inst.Name, inst.Ref)
 	b.closeMaster(ctx, inst.Ref)
 	if _, err := b.call(ctx, "stop", "--", inst.Ref); err != nil {
-		if says(err, "not found") {
+		switch {
+		case says(err, "not found"):
 			return fmt.Errorf("%s: %w (%w)", what, platform.ErrNotFound, err)
+		case says(err, "does not support stop"):
+			return fmt.Errorf("%s: %w (%w)", what, platform.ErrNotStoppable, err)
 		}
 		return fmt.Errorf("%s: %w", what, err)
 	}

@@ -64,6 +64,10 @@ type Options struct {
 	// OnboardingPrompt makes --version print the version and then fail in
 	// an onboarding prompt, as brev v0.6.317 does.
 	OnboardingPrompt bool
+	// OutOfCapacity lists instance types that create skips as "currently
+	// unavailable (no capacity)" (the catalogue already marks
+	// gpu_1x_h100_pcie so), as when a cloud runs out of a GPU.
+	OutOfCapacity []string
 }
 
 // Fake is one fake brev: its binary, the HOME it works in and its state.
@@ -118,6 +122,7 @@ func Start(t testing.TB, opts Options) *Fake {
 		LoggedOut:        opts.LoggedOut,
 		Banner:           opts.Banner,
 		OnboardingPrompt: opts.OnboardingPrompt,
+		OutOfCapacity:    opts.OutOfCapacity,
 	}
 	if opts.ControlMaster {
 		// Short: a socket path must fit in 108 bytes, with ssh's suffix.
@@ -347,6 +352,27 @@ func (f *Fake) AddExisting(name string) Instance {
 		return nil
 	})
 	return added
+}
+
+// Bill is what the fake cloud billed for one instance: from the create
+// that registered it until the delete that ended it.
+type Bill struct {
+	Name, Type string
+	Start, End time.Time
+}
+
+// Bills returns the bills of the instances deleted so far, in delete order.
+func (f *Fake) Bills() []Bill {
+	f.t.Helper()
+	st, err := fakestate.Read(f.Dir)
+	if err != nil {
+		f.t.Fatalf("brevtest: %v", err)
+	}
+	out := make([]Bill, 0, len(st.Bills))
+	for _, b := range st.Bills {
+		out = append(out, Bill{Name: b.Name, Type: b.Type, Start: time.Unix(0, b.Start), End: time.Unix(0, b.End)})
+	}
+	return out
 }
 
 // SetStatus moves the named instance to status (its tick count restarts,

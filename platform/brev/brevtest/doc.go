@@ -21,6 +21,14 @@
 //     RUNNING; time passes only when someone runs `ls` (one tick each);
 //   - a deleted name stays taken while DELETING; delete of an unknown
 //     name fails with "not found"; start of an unknown name "succeeds";
+//   - `search` lists a catalogue of types with GPU, count, VRAM, disk,
+//     stoppability, boot time and price_per_hour as the real one does (a
+//     JSON array, [] for no match, a case-insensitive substring GPU
+//     filter, no GPU-count filter, cheapest first, an unknown --sort an
+//     error); create skips a type it does not know or that has no capacity
+//     (gpu_1x_h100_pcie, Options.OutOfCapacity) and tries the next; stop
+//     refuses a type that cannot be stopped (v0.6.327+); every deleted
+//     instance leaves a Bill (create to delete) to check cost figures by;
 //   - faults (Inject) make orphans after a failed create, instances that
 //     fail or never finish deploying, transient ssh and API errors.
 //

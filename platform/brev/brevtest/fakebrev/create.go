@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,9 +20,10 @@ import (
 var validName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]*$`)
 
 type createFlags struct {
-	name, types, gpuName, mode string
-	count, parallel, timeout   int
-	detached, dryRun           bool
+	name, types, mode        string
+	count, parallel, timeout int
+	detached, dryRun         bool
+	search                   searchFilters
 }
 
 func (a *app) createCmd() *cobra.Command {
@@ -51,18 +53,20 @@ func (a *app) createCmd() *cobra.Command {
 	fl.String("container-image", "", "container image (container mode)")
 	fl.String("compose-file", "", "compose file (compose mode)")
 	fl.StringP("launchable", "l", "", "launchable id")
-	fl.StringVarP(&f.gpuName, "gpu-name", "g", "", "filter by GPU name")
-	fl.String("provider", "", "filter by provider")
-	fl.Float64P("min-vram", "v", 0, "minimum VRAM per GPU (GB)")
-	fl.Float64("min-total-vram", 0, "minimum total VRAM (GB)")
-	fl.Float64("min-capability", 0, "minimum compute capability")
-	fl.Float64("min-disk", 0, "minimum disk (GB)")
-	fl.Int("max-boot-time", 0, "maximum boot time (minutes)")
-	fl.Bool("stoppable", false, "only stoppable types")
-	fl.Bool("rebootable", false, "only rebootable types")
-	fl.Bool("flex-ports", false, "only types with flexible ports")
-	fl.String("sort", "price", "sort by")
-	fl.Bool("desc", false, "sort descending")
+	// The search filters, as search has them, less the short flags that
+	// create uses for itself (-p, -c, -d, -t).
+	fl.StringVarP(&f.search.gpuName, "gpu-name", "g", "", "filter by GPU name (case-insensitive substring)")
+	fl.StringVar(&f.search.provider, "provider", "", "filter by provider")
+	fl.Float64VarP(&f.search.minVRAM, "min-vram", "v", 0, "minimum VRAM per GPU (GB)")
+	fl.Float64Var(&f.search.minTotalVRAM, "min-total-vram", 0, "minimum total VRAM (GB)")
+	fl.Float64Var(&f.search.minCap, "min-capability", 0, "minimum compute capability")
+	fl.Float64Var(&f.search.minDisk, "min-disk", 0, "minimum disk (GB)")
+	fl.IntVar(&f.search.maxBoot, "max-boot-time", 0, "maximum boot time (minutes)")
+	fl.BoolVar(&f.search.stoppable, "stoppable", false, "only stoppable types")
+	fl.BoolVar(&f.search.rebootable, "rebootable", false, "only rebootable types")
+	fl.BoolVar(&f.search.flexPorts, "flex-ports", false, "only types with flexible ports")
+	fl.StringVar(&f.search.sort, "sort", "price", "sort by")
+	fl.BoolVar(&f.search.desc, "desc", false, "sort descending")
 	return cmd
 }
 
@@ -133,10 +137,27 @@ func (a *app) create(f createFlags) error {
 		return fmt.Errorf("invalid mode %q: must be one of vm, k8s, container, compose", f.mode)
 	}
 	if len(types) == 0 {
-		for _, t := range byPrice {
-			if f.gpuName == "" || strings.EqualFold(catalogue[t], f.gpuName) {
-				types = append(types, t)
-			}
+		// brev's defaults apply unless overridden: >= 20 GB total VRAM,
+		// >= 500 GB disk, capability >= 8.0; boot < 7 min with no filter.
+		sf := f.search
+		if !sf.any() {
+			sf.maxBoot = 7
+		}
+		if sf.minTotalVRAM == 0 {
+			sf.minTotalVRAM = 20
+		}
+		if sf.minDisk == 0 {
+			sf.minDisk = 500
+		}
+		if sf.minCap == 0 {
+			sf.minCap = 8.0
+		}
+		offers, err := sf.match()
+		if err != nil {
+			return err
+		}
+		for _, o := range offers {
+			types = append(types, o.Type)
 		}
 		if len(types) == 0 {
 			return errors.New("no GPU instances match the specified filters. Try 'brev search' to see available options")
@@ -168,6 +189,15 @@ func (a *app) create(f createFlags) error {
 	for _, typ := range types {
 		if len(pending) == 0 {
 			break
+		}
+		// Each type is checked against the org's catalogue first.
+		switch o, ok := lookup(typ); {
+		case !ok:
+			fmt.Fprintf(out, "Skipping: instance type %q is not a recognized type; see 'brev search'\n", typ)
+			continue
+		case !o.Available || a.opts.NoCapacity(typ):
+			fmt.Fprintf(out, "Skipping: instance type %q is currently unavailable (no capacity); trying the next type\n", typ)
+			continue
 		}
 		fmt.Fprintf(out, "\nTrying %s for %d instance(s)...\n", typ, len(pending))
 		var retry []string
@@ -242,7 +272,8 @@ func (a *app) register(name, typ string) (inst *fakestate.Instance, eof bool, er
 		if err := os.MkdirAll(sandbox, 0o700); err != nil {
 			return fmt.Errorf("fake brev: make sandbox: %w", err)
 		}
-		i := &fakestate.Instance{Name: name, ID: fakestate.NewID(), Status: fakestate.Deploying, Type: typ, Sandbox: sandbox}
+		i := &fakestate.Instance{Name: name, ID: fakestate.NewID(), Status: fakestate.Deploying, Type: typ, Sandbox: sandbox,
+			CreatedAt: time.Now().UnixNano()}
 		switch {
 		case s.TakeFault(fakestate.FaultStuckDeploying, name):
 			i.Fate = fakestate.FateStuck

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,6 +68,9 @@ func (a *app) deleteOne(name string) error {
 				"cmd/delete.deleteWorkspace")
 		case i.Status != fakestate.Deleting:
 			i.SetStatus(fakestate.Deleting)
+			if i.CreatedAt != 0 {
+				s.Bills = append(s.Bills, fakestate.Bill{Name: i.Name, Type: i.Type, Start: i.CreatedAt, End: time.Now().UnixNano()})
+			}
 		}
 		return nil
 	})
@@ -91,7 +96,7 @@ func (a *app) stopCmd() *cobra.Command {
 					return err
 				}
 				for _, i := range st.Instances {
-					if i.Status == fakestate.Running {
+					if o, ok := lookup(i.Type); i.Status == fakestate.Running && ok && o.Stoppable {
 						names = append(names, i.Name)
 					}
 				}
@@ -109,11 +114,18 @@ func (a *app) stopCmd() *cobra.Command {
 
 // stopOne is PUT /api/workspaces/{id}/stop: RUNNING becomes STOPPING, and
 // STOPPED at the next tick.
+//
+// From v0.6.327 on, brev checks that the instance's type is stoppable
+// before it calls the API: `instance "X" does not support stop.`
 func (a *app) stopOne(name string) error {
+	checks := !versionBefore(a.opts.EffVersion(), "v0.6.327")
 	return fakestate.Update(a.dir, func(s *fakestate.State) error {
 		i := s.Find(name)
 		if i == nil {
 			return notFound(name, "cmd/stop.stopWorkspace", "cmd/util.GetUserWorkspaceByNameOrIDErr")
+		}
+		if o, ok := lookup(i.Type); checks && (!ok || !o.Stoppable) {
+			return fmt.Errorf("instance %q does not support stop.", i.Name)
 		}
 		switch i.Status {
 		case fakestate.Running:
@@ -231,4 +243,23 @@ func (a *app) startOne(name string, detached bool) error {
 			return notFound(name)
 		}
 	}
+}
+
+// versionBefore reports whether version v ("v0.6.320") is older than w.
+func versionBefore(v, w string) bool {
+	parse := func(s string) [3]int {
+		var out [3]int
+		for n, part := range strings.SplitN(strings.TrimPrefix(s, "v"), ".", 3) {
+			digits := strings.TrimRightFunc(part, func(r rune) bool { return r < '0' || r > '9' })
+			out[n], _ = strconv.Atoi(digits)
+		}
+		return out
+	}
+	a, b := parse(v), parse(w)
+	for n := range a {
+		if a[n] != b[n] {
+			return a[n] < b[n]
+		}
+	}
+	return false
 }

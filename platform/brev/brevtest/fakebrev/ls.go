@@ -27,23 +27,6 @@ type workspaceJSON struct {
 	GPU          string `json:"gpu"`
 }
 
-// catalogue maps the instance types the fake knows to their GPU; any other
-// type is accepted and shows GPU "-".
-var catalogue = map[string]string{
-	"g5.xlarge":                      "A10G",
-	"g5.2xlarge":                     "A10G",
-	"g6.xlarge":                      "L4",
-	"g6e.xlarge":                     "L40S",
-	"p4d.24xlarge":                   "A100",
-	"p5.48xlarge":                    "H100",
-	"gpu_1x_h100_sxm5":               "H100",
-	"gpu_1x_h200":                    "H200",
-	"n1-highmem-4:nvidia-tesla-t4:1": "T4",
-}
-
-// byPrice is the order brev's search would try the catalogue in.
-var byPrice = []string{"g6.xlarge", "g5.xlarge", "g5.2xlarge", "g6e.xlarge", "gpu_1x_h100_sxm5", "gpu_1x_h200", "p4d.24xlarge", "p5.48xlarge"}
-
 func workspace(i *fakestate.Instance) workspaceJSON {
 	w := workspaceJSON{
 		Name:         i.Name,
@@ -56,8 +39,8 @@ func workspace(i *fakestate.Instance) workspaceJSON {
 		BuildStatus:  "COMPLETED",
 		ShellStatus:  "NOT READY",
 	}
-	if gpu, ok := catalogue[i.Type]; ok {
-		w.GPU, w.InstanceKind = gpu, "gpu"
+	if o, ok := lookup(i.Type); ok {
+		w.GPU, w.InstanceKind = o.GPUName, "gpu"
 	}
 	switch {
 	case i.Orphan:

@@ -111,7 +111,8 @@ func (a *app) main(args []string) error {
 		fmt.Fprintf(a.stdout, "Current Version: %s\n", a.opts.EffVersion())
 		fmt.Fprint(a.stdout, "Welcome to Brev! Let's set up your workspace. Press Enter to continue: ")
 		return errors.New("EOF")
-	case !version && a.opts.LoggedOut && len(args) > 0 && args[0] != "login" && args[0] != "help":
+	case !version && a.opts.LoggedOut && len(args) > 0 && args[0] != "login" && args[0] != "help" && args[0] != "search":
+		// (search reads the public catalogue: no login needed.)
 		// Every command that needs the API prompts for a login on stdout
 		// and reads stdin: /dev/null ends it with EOF.
 		a.call.Command = args[0]
@@ -148,7 +149,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.PersistentFlags().Bool("no-check-latest", false, "do not check for the latest version")
 	root.PersistentFlags().String("user", "", "non root user to use for per user configuration of commands run as root")
 	root.AddCommand(a.lsCmd(), a.createCmd(), a.refreshCmd(), a.execCmd(),
-		a.deleteCmd(), a.stopCmd(), a.startCmd())
+		a.deleteCmd(), a.stopCmd(), a.startCmd(), a.searchCmd())
 	return root
 }
 

@@ -111,6 +111,19 @@ type Options struct {
 	// OnboardingPrompt makes --version print the version and then fail in
 	// an onboarding prompt (exit 1), as brev v0.6.317 does.
 	OnboardingPrompt bool `json:"onboarding_prompt,omitempty"`
+	// OutOfCapacity lists instance types that create skips as "currently
+	// unavailable (no capacity)", besides those the catalogue marks so.
+	OutOfCapacity []string `json:"out_of_capacity,omitempty"`
+}
+
+// NoCapacity reports whether typ is listed in OutOfCapacity.
+func (o Options) NoCapacity(typ string) bool {
+	for _, t := range o.OutOfCapacity {
+		if t == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // EffVersion returns the version brev reports.
@@ -169,6 +182,18 @@ type Instance struct {
 	// others' instances (an API key lists the whole org), but not who
 	// owns them, as the real one.
 	Owner string `json:"owner,omitempty"`
+	// CreatedAt is when create registered it (unix nanoseconds): the
+	// fake cloud bills from then until brev delete.
+	CreatedAt int64 `json:"created_at,omitempty"`
+}
+
+// Bill is what the fake cloud billed for one instance: from its create
+// until its delete (unix nanoseconds).
+type Bill struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Start int64  `json:"start"`
+	End   int64  `json:"end"`
 }
 
 // SetStatus moves the instance to status and restarts its tick count.
@@ -192,6 +217,7 @@ type State struct {
 	Options   Options     `json:"options"`
 	Instances []*Instance `json:"instances"`
 	Faults    []Fault     `json:"faults"`
+	Bills     []Bill      `json:"bills,omitempty"`
 }
 
 // Find returns the instance whose name or id is exactly ref, or nil.

@@ -1,0 +1,97 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
+)
+
+// DefaultBudgetPoll is how often a run with a budget: max_cost adds up
+// what its instances have cost so far.
+const DefaultBudgetPoll = 5 * time.Second
+
+// overBudget says which limit of b the run crossed, with a cost so far and
+// an age; "" when none.
+func overBudget(b plan.Budget, cost float64, age time.Duration) string {
+	switch {
+	case b.MaxCost > 0 && cost >= b.MaxCost:
+		return fmt.Sprintf("the estimated cost so far, %s, reached budget.max_cost %s", platform.Dollars(cost), platform.Dollars(b.MaxCost))
+	case b.MaxDuration > 0 && age >= b.MaxDuration:
+		return fmt.Sprintf("the run has lasted %s, budget.max_duration %s", age.Round(time.Second), b.MaxDuration)
+	}
+	return ""
+}
+
+// watchBudget checks the plan's budget while the run goes on — its age
+// against max_duration, and every BudgetPoll what its instances have cost
+// so far (Costs) against max_cost — and when a limit is crossed, says so
+// (ApplyConfig.OnBudget) and cancels ctx's run with that cause: the
+// engine then cancels the running work and tears down, as for Ctrl-C, and
+// the run ends failed (exit 1), not interrupted. It returns the function
+// that stops watching.
+func (a *Apply) watchBudget(ctx context.Context, cancel context.CancelCauseFunc) func() {
+	b := a.cfg.Plan.Budget
+	if b.MaxCost <= 0 && b.MaxDuration <= 0 {
+		return func() {}
+	}
+	poll := a.cfg.BudgetPoll
+	if poll <= 0 {
+		poll = DefaultBudgetPoll
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var deadline <-chan time.Time
+		if b.MaxDuration > 0 {
+			t := time.NewTimer(time.Until(a.started.Add(b.MaxDuration)))
+			defer t.Stop()
+			deadline = t.C
+		}
+		tick := time.NewTicker(poll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-deadline:
+			case <-tick.C:
+			}
+			cost := 0.0
+			if b.MaxCost > 0 {
+				if c, err := Costs(ctx, a.store, a.ID, time.Now()); err == nil {
+					cost = c.Total
+				}
+			}
+			why := overBudget(b, cost, time.Since(a.started))
+			if why == "" {
+				continue
+			}
+			a.budgetMu.Lock()
+			a.overBudget = why
+			a.budgetMu.Unlock()
+			if a.cfg.OnBudget != nil {
+				a.cfg.OnBudget(why)
+			}
+			cancel(errors.New("over budget: " + why))
+			return
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
+// OverBudget says which budget limit ended the run early; "" when none did.
+func (a *Apply) OverBudget() string {
+	a.budgetMu.Lock()
+	defer a.budgetMu.Unlock()
+	return a.overBudget
+}
