@@ -13,6 +13,8 @@ const (
 	NSRun      = "run"
 	NSInstance = "instance"
 	NSSecrets  = "secrets"
+	// NSPlan holds plan.dir, the absolute directory of the plan file.
+	NSPlan = "plan"
 )
 
 // Ref is one ${{ ns.name }} reference inside a template.

@@ -9,7 +9,10 @@ import "strings"
 // directory anywhere else.
 var pathFields = map[string][]string{
 	KindRun:      {"volumes", "results", "workdir"},
-	KindUploadS3: {"from", "to"},
+	KindUploadS3:   {"from", "to"},
+	KindSend:       {"from", "to"},
+	KindDownloadS3: {"from", "to"},
+	KindFetch:      {"from", "to"},
 }
 
 // EscapingValue returns the first reference of the path template t, with
