@@ -262,6 +262,9 @@ func extract(r io.Reader, dir string) (tree, map[string]string, error) {
 			_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
 			t[name] = entry{Type: 'f', Size: n, MTime: hdr.ModTime.Unix()}
 			sums[name] = hex.EncodeToString(h.Sum(nil))
+			if testHookFetched != nil {
+				testHookFetched(name)
+			}
 		case tar.TypeSymlink:
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
 				return nil, nil, err

@@ -103,7 +103,7 @@ func (s *Steps) send(ctx context.Context, req Request) error {
 	case res.ExitCode == exitNoWrite:
 		return s.fail(ClassSendFailed, nil, "%s on %s cannot be written: %s", to, inst.Name, s.lastLine(res.Stderr))
 	case res.ExitCode == exitExtract:
-		return s.fail(ClassSendFailed, nil, "extracting into %s on %s failed%s: %s (%s was left as it was)", to, inst.Name, diskFull(res.Stderr, "the instance's"), s.lastLine(res.Stderr), to)
+		return s.fail(ClassSendFailed, nil, "extracting into %s on %s failed%s: %s (%s was left as it was)", to, inst.Name, diskFull(res.Stderr, "the instance's"), s.tarError(res.Stderr), to)
 	case res.ExitCode == exitCountDiff:
 		return s.fail(ClassMismatch, nil, "sent %d files (%d bytes) and %d symlinks from %s, but the copy on %s holds %s (%s was left as it was)", nf, nb, nl, from, inst.Name, gotLine(res.Stdout), to)
 	case res.ExitCode != 0:
@@ -117,10 +117,22 @@ func (s *Steps) send(ctx context.Context, req Request) error {
 
 // diskFull says "(the X disk is full)" when a tool's stderr says so.
 func diskFull(stderr []byte, whose string) string {
-	if strings.Contains(string(stderr), "No space left on device") {
+	// GNU tar says "Wrote only N of M bytes" where the disk filled up.
+	if strings.Contains(string(stderr), "No space left on device") || strings.Contains(string(stderr), "Wrote only") {
 		return " (" + whose + " disk is full: free space there or choose another destination)"
 	}
 	return ""
+}
+
+// tarError is the first line of tar's stderr that says what went wrong
+// (its last only says that something did).
+func (s *Steps) tarError(stderr []byte) string {
+	for _, l := range strings.Split(string(stderr), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.Contains(l, "Exiting with failure status") {
+			return s.redact.Clip(l, 300)
+		}
+	}
+	return s.lastLine(stderr)
 }
 
 // gotLine reads send.sh's "@got FILES BYTES LINKS".
@@ -190,6 +202,11 @@ func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script 
 	}
 }
 
+// testHookSent and testHookFetched, when set by a test, are called after
+// each file written to a send's archive or extracted from a fetch's (to
+// interrupt a transfer at a known point).
+var testHookSent, testHookFetched func(rel string)
+
 // errCommandEnded ends the writing of an archive the command no longer
 // reads.
 var errCommandEnded = errors.New("the command ended")
@@ -225,6 +242,9 @@ func writeArchive(w io.Writer, files []localFile) error {
 		}
 		if err := copyFile(tw, f.Abs, hdr.Size); err != nil {
 			return err
+		}
+		if testHookSent != nil {
+			testHookSent(f.Rel)
 		}
 	}
 	return tw.Close()
