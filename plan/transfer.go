@@ -30,11 +30,11 @@ func (c *checker) transfer(s *Step) {
 			return // depends on a matrix or run value: checked at run time
 		}
 		if _, err := os.Lstat(p); err != nil {
-			why := "does not exist"
+			why := "no such file or directory"
 			if !os.IsNotExist(err) {
-				why = "cannot be read: " + strings.TrimPrefix(err.Error(), "lstat "+p+": ")
+				why = strings.TrimPrefix(err.Error(), "lstat "+p+": ")
 			}
-			c.d.errorf(v.Pos, "with.from: %s %s (send reads from the plan's directory, %s); create it or fix the path", clip(p), why, c.p.Dir())
+			c.d.errorf(v.Pos, "with.from: %s: %s (%s; send reads paths relative to the plan's directory): create it or fix the path", clip(v.Text), why, clip(p))
 		}
 	case KindFetch:
 		v := s.With.Get("to")
