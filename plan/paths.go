@@ -8,7 +8,7 @@ import "strings"
 // "../.." must not move an upload's destination or a volume's host
 // directory anywhere else.
 var pathFields = map[string][]string{
-	KindRun:      {"volumes", "results", "workdir"},
+	KindRun:        {"volumes", "results", "workdir"},
 	KindUploadS3:   {"from", "to"},
 	KindSend:       {"from", "to"},
 	KindDownloadS3: {"from", "to"},
