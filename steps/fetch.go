@@ -126,12 +126,12 @@ func (s *Steps) fetch(ctx context.Context, req Request) error {
 func replace(dir, dst, old string) error {
 	if _, err := os.Lstat(dst); err == nil {
 		if err := os.Rename(dst, old); err != nil {
-			return fmt.Errorf("cannot replace %s: %v", dst, pathErr(err))
+			return fmt.Errorf("cannot replace %s: %w", dst, pathErr(err))
 		}
 	}
 	if err := os.Rename(dir, dst); err != nil {
 		_ = os.Rename(old, dst)
-		return fmt.Errorf("cannot rename the copy to %s: %v", dst, pathErr(err))
+		return fmt.Errorf("cannot rename the copy to %s: %w", dst, pathErr(err))
 	}
 	return nil
 }
