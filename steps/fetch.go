@@ -2,6 +2,7 @@ package steps
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -162,7 +163,13 @@ func (s *Steps) streamInto(ctx context.Context, st platform.Streamer, inst platf
 	wait := transientBackoff
 	for try := 1; ; try++ {
 		runCtx, stop := context.WithCancelCause(ctx)
-		pr, pw := io.Pipe()
+		// An *os.File as the command's stdout: the transport writes into
+		// it directly, with no copying goroutine in between.
+		pr, pw, perr := os.Pipe()
+		if perr != nil {
+			stop(nil)
+			return nil, nil, res, nil, perr
+		}
 		type extracted struct {
 			t    tree
 			sums map[string]string
@@ -170,7 +177,8 @@ func (s *Steps) streamInto(ctx context.Context, st platform.Streamer, inst platf
 		}
 		done := make(chan extracted, 1)
 		go func() {
-			t, sums, err := extract(pr, dir)
+			defer pr.Close()
+			t, sums, err := extract(bufio.NewReaderSize(pr, 1<<20), dir)
 			if err != nil {
 				stop(err) // stop the remote tar, which nobody reads now
 			}
@@ -218,6 +226,7 @@ func extract(r io.Reader, dir string) (tree, map[string]string, error) {
 		at   time.Time
 	}
 	var dirs []stamp
+	buf := make([]byte, 1<<20)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -252,7 +261,7 @@ func extract(r io.Reader, dir string) (tree, map[string]string, error) {
 				return nil, nil, err
 			}
 			h := sha256.New()
-			n, err := io.Copy(io.MultiWriter(f, h), tr)
+			n, err := io.CopyBuffer(io.MultiWriter(f, h), tr, buf)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -177,7 +178,13 @@ func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script 
 		pr, pw := io.Pipe()
 		done := make(chan error, 1)
 		go func() {
-			err := writeArchive(pw, files)
+			// Large writes: each one crosses the pipe to the transport's
+			// stdin copier, and 32 KiB ones cost a goroutine switch each.
+			bw := bufio.NewWriterSize(pw, 1<<20)
+			err := writeArchive(bw, files)
+			if err == nil {
+				err = bw.Flush()
+			}
 			pw.CloseWithError(err)
 			done <- err
 		}()
@@ -215,6 +222,7 @@ var errCommandEnded = errors.New("the command ended")
 // as links, modification times in whole seconds, no owner names.
 func writeArchive(w io.Writer, files []localFile) error {
 	tw := tar.NewWriter(w)
+	buf := make([]byte, 256<<10)
 	for _, f := range files {
 		name := "d"
 		if f.Rel != "" {
@@ -240,7 +248,7 @@ func writeArchive(w io.Writer, files []localFile) error {
 		if hdr.Typeflag != tar.TypeReg {
 			continue
 		}
-		if err := copyFile(tw, f.Abs, hdr.Size); err != nil {
+		if err := copyFile(tw, f.Abs, hdr.Size, buf); err != nil {
 			return err
 		}
 		if testHookSent != nil {
@@ -252,13 +260,13 @@ func writeArchive(w io.Writer, files []localFile) error {
 
 // copyFile writes the size bytes of the file at path to w; a file that
 // grew or shrank since it was listed is an error.
-func copyFile(w io.Writer, path string, size int64) error {
+func copyFile(w io.Writer, path string, size int64, buf []byte) error {
 	fh, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer fh.Close()
-	n, err := io.Copy(w, io.LimitReader(fh, size))
+	n, err := io.CopyBuffer(w, io.LimitReader(fh, size), buf)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
