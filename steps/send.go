@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/taoflow/taoflow/platform"
@@ -175,23 +176,26 @@ func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script 
 	script = privatePrelude + script
 	wait := transientBackoff
 	for try := 1; ; try++ {
-		pr, pw := io.Pipe()
+		// An *os.File as stdin: the transport's copier moves it into its
+		// own pipe with splice(2), not through user-space buffers.
+		pr, pw, perr := os.Pipe()
+		if perr != nil {
+			return res, nil, &platform.ExecError{Instance: inst.Name, Err: perr, Transient: true}
+		}
 		done := make(chan error, 1)
 		go func() {
-			// Large writes: each one crosses the pipe to the transport's
-			// stdin copier, and 32 KiB ones cost a goroutine switch each.
 			bw := bufio.NewWriterSize(pw, 1<<20)
 			err := writeArchive(bw, files)
 			if err == nil {
 				err = bw.Flush()
 			}
-			pw.CloseWithError(err)
+			_ = pw.Close() // EOF for the script, or nothing more of a broken archive
 			done <- err
 		}()
 		res, err = s.cfg.Platform.Exec(ctx, inst, script, pr)
-		_ = pr.CloseWithError(errCommandEnded) // unblock a writer nobody reads
+		_ = pr.Close() // a writer nobody reads gets EPIPE
 		werr = <-done
-		if errors.Is(werr, errCommandEnded) {
+		if errors.Is(werr, syscall.EPIPE) || errors.Is(werr, os.ErrClosed) {
 			werr = nil // the reader went away: the script's result says why
 		}
 		res.Stdout, res.Stderr = dropCutLine(res.Stdout), dropCutLine(res.Stderr)
@@ -213,10 +217,6 @@ func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script 
 // each file written to a send's archive or extracted from a fetch's (to
 // interrupt a transfer at a known point).
 var testHookSent, testHookFetched func(rel string)
-
-// errCommandEnded ends the writing of an archive the command no longer
-// reads.
-var errCommandEnded = errors.New("the command ended")
 
 // writeArchive writes files as a tar archive whose root is "d": symlinks
 // as links, modification times in whole seconds, no owner names.
