@@ -33,14 +33,19 @@ s3://*)
 	IFS=$tf_ifs
 	[ -z "$endpoint" ] || set -- "$@" --endpoint-url "$endpoint"
 	[ -z "$region" ] || set -- "$@" --region "$region"
-	aws s3 sync "$src" "$dst" --only-show-errors "$@" || exit
-	shift "$n"
+	# The source's listing runs beside the sync (each AWS CLI call pays
+	# its own start-up), into a private temporary file.
+	lst=$(mktemp) || exit 84
+	trap 'rm -f -- "$lst"' EXIT
+	(
+		shift "$n"
+		exec aws s3api list-objects-v2 --bucket "$bucket" ${prefix:+--prefix "$prefix"} --output json "$@" >"$lst"
+	) &
+	lpid=$!
+	aws s3 sync "$src" "$dst" --only-show-errors "$@" || { rc=$?; wait "$lpid"; exit "$rc"; }
+	wait "$lpid" || { echo "listing $src failed" >&2; exit 82; }
 	echo "@@source"
-	if [ -n "$prefix" ]; then
-		aws s3api list-objects-v2 --bucket "$bucket" --prefix "$prefix" --output json "$@" || exit
-	else
-		aws s3api list-objects-v2 --bucket "$bucket" --output json "$@" || exit
-	fi
+	cat -- "$lst"
 	;;
 *)
 	[ -d "$src" ] || exit 80
