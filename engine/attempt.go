@@ -22,10 +22,14 @@ func (x *execution) finalContext() context.Context {
 
 // attempts runs a node's attempts (on a worker of its own) and says how the
 // last one ended.
-func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upstream []Upstream) nodeResult {
+func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upstream []Upstream, slot *Slot) nodeResult {
 	n := nr.n
 	res := nodeResult{nr: nr}
-	with := x.g.With(n, Scope{RunID: x.cfg.RunID, Instance: inst})
+	if n.Step.UsesSlotGPUs() && (slot == nil || slot.GPUs == nil) {
+		res.st, res.msg = Failed, x.noSlotGPUs(n, inst, slot)
+		return res
+	}
+	with := x.g.With(n, Scope{RunID: x.cfg.RunID, Instance: inst, Slot: slot})
 	retries := n.Step.Retries
 	for attempt := 1; ; attempt++ {
 		actx, cancel := ctx, context.CancelFunc(func() {})
@@ -36,7 +40,7 @@ func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upst
 			x.emit(Event{Type: NodeLog, Node: n.ID, Step: n.Step.ID, Instance: inst, Message: line})
 		}}
 		task := &Task{
-			RunID: x.cfg.RunID, Node: n, Instance: inst, With: with, Attempt: attempt, Log: log, Upstream: upstream,
+			RunID: x.cfg.RunID, Node: n, Instance: inst, With: with, Attempt: attempt, Log: log, Upstream: upstream, Slot: slot,
 			Progress: func(p string) {
 				x.emit(Event{Type: NodeProgress, Node: n.ID, Step: n.Step.ID, Instance: inst, Message: p})
 			},
@@ -73,6 +77,24 @@ func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upst
 		}
 		return res
 	}
+}
+
+// noSlotGPUs says why a node that needs its slot's GPUs has none. Validate
+// and preflight refuse what leads here; this keeps a job from starting on
+// GPUs another slot holds if they did not.
+func (x *execution) noSlotGPUs(n *Node, inst string, slot *Slot) string {
+	if slot == nil {
+		return fmt.Sprintf("step %s needs the GPUs of its slot, but its cell holds no slot of %s", n.Step.ID, inst)
+	}
+	count := 0
+	if x.cfg.GPUs != nil {
+		count = x.cfg.GPUs(inst)
+	}
+	slots := x.insts[inst].slots
+	if count == 0 {
+		return fmt.Sprintf("the GPUs of %s are not known, so slot %d has none: declare them (instances.%s.gpus) or count them with a preflight step that step %s needs", inst, slot.Index, inst, n.Step.ID)
+	}
+	return fmt.Sprintf("%s has %d GPUs for %d slots, so slot %d has none", inst, count, slots, slot.Index)
 }
 
 // classify names how an attempt ended.

@@ -325,6 +325,9 @@ func JobID(run string, n *Node) string {
 type Scope struct {
 	RunID    string
 	Instance string // empty for a cell not yet placed
+	// Slot is the slot the node's cell holds; nil before placement (slot.*
+	// then stays an expression) or for a node of no cell.
+	Slot *Slot
 }
 
 // With returns the node's with: values with every expression substituted
@@ -352,6 +355,14 @@ func (g *Graph) With(n *Node, sc Scope) *plan.Value {
 			}
 			if n.Cell != nil && r.Name == "index" {
 				return strconv.Itoa(n.Cell.Index), true
+			}
+		case plan.NSSlot:
+			switch {
+			case sc.Slot == nil:
+			case r.Name == "index":
+				return strconv.Itoa(sc.Slot.Index), true
+			case r.Name == "gpus" && sc.Slot.GPUs != nil:
+				return plan.DeviceList(sc.Slot.GPUs), true
 			}
 		case plan.NSRun:
 			if sc.RunID != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sourcegraph/conc/panics"
 )
@@ -29,7 +30,8 @@ func (p instPhase) String() string {
 // instRun is one instance of the plan during a run.
 type instRun struct {
 	name        string
-	slots, used int // used: cells placed on it whose last node has not ended
+	slots, used int    // used: cells placed on it whose last node has not ended
+	busy        []bool // busy[i]: a cell holds slot i
 	phase       instPhase
 	acquireErr  error // why it is unavailable
 	// uploadFailed: an upload ran on it and did not succeed, so its disk
@@ -40,6 +42,28 @@ type instRun struct {
 	waiters       []chan error
 	releaseErrMsg string         // why the release failed ("" if it did not)
 	outcome       ReleaseOutcome // of the release, once released
+}
+
+// take gives cell g a slot: slot want when it is free, else the lowest
+// free one. A cell beyond the slots (a resumed run whose plan has fewer
+// slots now) holds none.
+func (in *instRun) take(g *groupRun, want int) {
+	in.used++
+	if want < 0 || want >= len(in.busy) || in.busy[want] {
+		want = slices.Index(in.busy, false)
+	}
+	if want >= 0 {
+		in.busy[want] = true
+	}
+	g.slot = want
+}
+
+// free gives back the slot of cell g, whose last node ended.
+func (in *instRun) free(g *groupRun) {
+	in.used--
+	if g.slot >= 0 && g.slot < len(in.busy) {
+		in.busy[g.slot] = false
+	}
 }
 
 // acquired reports whether nodes could start on the instance: it was

@@ -34,6 +34,19 @@ type Task struct {
 	// Release releases the task's instance now (what a delete step ends
 	// with). force deletes even if a results upload on it failed.
 	Release func(ctx context.Context, force bool) error
+	// Slot is the slot of its instance that the node's cell holds; nil
+	// for a node of no cell.
+	Slot *Slot
+}
+
+// Slot is one of an instance's slots, held by one cell at a time from its
+// placement until its last node ends.
+type Slot struct {
+	Index int // 0 … slots-1
+	// GPUs are the slot's share of the instance's GPUs
+	// (plan.SlotGPUs); nil when the instance's GPU count is not known or
+	// is less than its slots.
+	GPUs []int
 }
 
 // Upstream is a node a task needed, and where it ran.
@@ -121,6 +134,14 @@ type Config struct {
 	// Done lists nodes that already succeeded (resume), with the instance
 	// each ran on.
 	Done map[string]string
+	// Slots gives, for a resumed run, the slot index that nodes of a cell
+	// held before: a cell resumed part way keeps its slot (and so its
+	// GPUs) when that slot is free.
+	Slots map[string]int
+	// GPUs returns the GPU count of an instance (declared in the plan, or
+	// counted by its preflight), 0 when not known; nil is never known.
+	// The GPUs of a slot are read when each node of its cell starts.
+	GPUs func(instance string) int
 }
 
 // Summary is the outcome of a run.
@@ -272,7 +293,7 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 		if n.Cell != nil {
 			gr := groups[n.Cell]
 			if gr == nil {
-				gr = &groupRun{pool: n.Pool, poolKey: strings.Join(n.Pool, "\x00")}
+				gr = &groupRun{pool: n.Pool, poolKey: strings.Join(n.Pool, "\x00"), slot: -1}
 				groups[n.Cell] = gr
 			}
 			gr.open++
@@ -295,15 +316,31 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 		x.byID[n.ID] = nr
 	}
 	for _, in := range g.Plan.Instances {
-		x.insts[in.Name] = &instRun{name: in.Name, slots: in.Slots}
+		x.insts[in.Name] = &instRun{name: in.Name, slots: in.Slots, busy: make([]bool, in.Slots)}
 	}
 	// A cell resumed part way holds its slot until its last node ends, as
-	// it did before.
-	for _, gr := range groups {
-		if gr.placed && gr.open > 0 {
-			if in := x.insts[gr.instance]; in != nil {
-				in.used++
-			}
+	// it did before: the same slot where it is known and free, in node
+	// order so that the choice is the same on every resume.
+	var resumed []*groupRun
+	seen := map[*groupRun]bool{}
+	for _, n := range g.Nodes {
+		gr := groups[n.Cell]
+		if gr == nil || !gr.placed || gr.open == 0 {
+			continue
+		}
+		if !seen[gr] {
+			seen[gr] = true
+			resumed = append(resumed, gr)
+		}
+		if i, ok := cfg.Slots[n.ID]; ok && gr.slot < 0 {
+			gr.slot = i
+		}
+	}
+	for _, gr := range resumed {
+		if in := x.insts[gr.instance]; in != nil {
+			want := gr.slot
+			gr.slot = -1
+			in.take(gr, want)
 		}
 	}
 	for _, nr := range x.nodes {

@@ -30,6 +30,7 @@ type groupRun struct {
 	pool     []string
 	poolKey  string
 	members  []*nodeRun
+	slot     int // the slot of instance it holds once placed; -1 before
 }
 
 // finish records a node's end and what it means for others.
@@ -43,7 +44,7 @@ func (x *execution) finish(nr *nodeRun, st NodeState, msg string, code *int) {
 	if g := nr.group; g != nil {
 		g.open--
 		if g.open == 0 && g.placed {
-			x.insts[g.instance].used--
+			x.insts[g.instance].free(g)
 			x.wakeSlots(g.instance)
 		}
 	}
@@ -402,7 +403,7 @@ func (x *execution) tryPlace(nr *nodeRun) (startResult, *nodeRun) {
 // place puts a cell on an instance: it takes a slot there until its last
 // node ends, and its nodes no longer count on the rest of the pool.
 func (x *execution) place(g *groupRun, in *instRun) {
-	in.used++
+	in.take(g, -1)
 	for _, m := range g.members {
 		if !m.state.Terminal() {
 			x.addMay(m, -1)
@@ -427,12 +428,26 @@ func (x *execution) start(nr *nodeRun) {
 	if nr.finally {
 		ctx = x.finalContext()
 	}
-	inst, upstream := nr.instance, x.upstream(nr)
+	inst, upstream, slot := nr.instance, x.upstream(nr), x.slotOf(nr)
 	x.spawn(func() message {
-		return x.attempts(ctx, nr, inst, upstream)
+		return x.attempts(ctx, nr, inst, upstream, slot)
 	}, func(p *panics.Recovered) message {
 		return nodeResult{nr: nr, st: Failed, msg: p.String()}
 	})
+}
+
+// slotOf is the slot a node's cell holds, with its GPUs as the instance's
+// count stands now; nil for a node of no cell.
+func (x *execution) slotOf(nr *nodeRun) *Slot {
+	g := nr.group
+	if g == nil || !g.placed || g.slot < 0 {
+		return nil
+	}
+	s := &Slot{Index: g.slot}
+	if x.cfg.GPUs != nil {
+		s.GPUs = plan.SlotGPUs(x.cfg.GPUs(g.instance), x.insts[g.instance].slots, g.slot)
+	}
+	return s
 }
 
 // upstream resolves a node's dependencies for the instance it runs on.

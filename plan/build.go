@@ -97,7 +97,10 @@ func buildInstance(f Field) *Instance {
 	in.Existing = scalar(v.Get("existing"))
 	in.Host = scalar(v.Get("host"))
 	if s, ok := intOf(v.Get("slots")); ok && s > 0 {
-		in.Slots = s
+		in.Slots, in.SlotsPos = s, v.Field("slots").KeyPos
+	}
+	if g, ok := intOf(v.Get("gpus")); ok && g > 0 {
+		in.GPUs, in.GPUsPos = g, v.Field("gpus").KeyPos
 	}
 	in.Keep = scalar(v.Get("keep")) == "true"
 	return in

@@ -40,6 +40,7 @@ func check(p *Plan, d *diags) {
 	c.nodes()
 	c.expressions()
 	c.commands()
+	c.slots()
 	c.runWithoutWait()
 	c.uploadAfterDelete()
 }
@@ -253,16 +254,22 @@ func (c *checker) numbers() {
 		if !ok {
 			continue
 		}
-		ints = append(ints, num{"max_parallel", v.Get("max_parallel"), false})
-		durs = append(durs, num{"timeout", v.Get("timeout"), false})
+		if mp := v.Get("max_parallel"); mp != nil {
+			ints = append(ints, num{"max_parallel", mp, false})
+		}
+		if t := v.Get("timeout"); t != nil {
+			durs = append(durs, num{"timeout", t, false})
+		}
 		if r := v.Get("retries"); r != nil && r.Kind == Map {
 			ints = append(ints, num{"retries.max", r.Get("max"), false})
 			durs = append(durs, num{"retries.backoff", r.Get("backoff"), false})
-		} else {
+		} else if r != nil {
 			ints = append(ints, num{"retries", r, false})
 		}
-		for _, key := range []string{"timeout", "interval", "ready_timeout"} {
-			durs = append(durs, num{"with." + key, s.With.Get(key), false})
+		for _, key := range []string{"with.timeout", "with.interval", "with.ready_timeout"} {
+			if d := s.With.Get(key[len("with."):]); d != nil {
+				durs = append(durs, num{key, d, false})
+			}
 		}
 		if g := s.With.Get("gpus"); g != nil && g.Tag != "!!str" {
 			ints = append(ints, num{"with.gpus", g, false})
@@ -562,6 +569,12 @@ func (c *checker) template(v *Value, s *Step) {
 			} else if r.Name != "id" && r.Name != "index" {
 				c.d.errorf(pos, "unknown cell field %q (cell.id and cell.index exist)", r.Name)
 			}
+		case NSSlot:
+			if root == nil {
+				c.d.errorf(pos, "${{ slot.%s }} is used in step %q, which has no matrix (only the cells of a matrix hold slots)", r.Name, s.ID)
+			} else if r.Name != "index" && r.Name != "gpus" {
+				c.d.errorf(pos, "unknown slot field %q (slot.index and slot.gpus exist)", r.Name)
+			}
 		case NSRun:
 			if r.Name != "id" {
 				c.d.errorf(pos, "unknown run field %q (run.id exists)", r.Name)
@@ -577,7 +590,7 @@ func (c *checker) template(v *Value, s *Step) {
 		case NSSecrets:
 			c.d.errorf(pos, "secrets are never interpolated into commands: list %s under this step's with.env and read it as $%s in the command", r.Name, r.Name)
 		default:
-			c.d.errorf(pos, "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, run, instance or plan)", r.NS, r)
+			c.d.errorf(pos, "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, slot, run, instance or plan)", r.NS, r)
 		}
 	}
 }

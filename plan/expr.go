@@ -12,6 +12,7 @@ const (
 	NSCell     = "cell"
 	NSRun      = "run"
 	NSInstance = "instance"
+	NSSlot     = "slot"
 	NSSecrets  = "secrets"
 	// NSPlan holds plan.dir, the absolute directory of the plan file.
 	NSPlan = "plan"

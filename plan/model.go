@@ -103,7 +103,11 @@ type Instance struct {
 	Existing   string // brev: reuse this instance
 	Host       string // ssh: destination or alias
 	Slots      int
-	Keep       bool
+	SlotsPos   Pos // the slots: key, when written
+	// GPUs is the declared GPU count (gpus:), 0 when preflight counts them.
+	GPUs    int
+	GPUsPos Pos
+	Keep    bool
 }
 
 // DefaultBackoff is the wait before a step's first retry when retries:

@@ -120,10 +120,11 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 
 // safeWordNS reports whether every value of a namespace is made only of
 // characters that no shell treats specially, and so reads the same in any
-// shell context: cell.id and cell.index (sanitised), run.id (the plan name,
+// shell context: cell.id and cell.index (sanitised), slot.index and
+// slot.gpus (digits and commas), run.id (the plan name,
 // a time and hex digits) and instance.name (lower-case letters, digits, -).
 func safeWordNS(ns string) bool {
-	return ns == NSCell || ns == NSRun || ns == NSInstance
+	return ns == NSCell || ns == NSSlot || ns == NSRun || ns == NSInstance
 }
 
 // placement says why the expression at off, whose enclosing nodes are

@@ -173,7 +173,7 @@ func (b *treeBuilder) value(n *yaml.Node) (*Value, error) {
 		}
 		return v, b.anchored(n, v)
 	case yaml.SequenceNode:
-		v := &Value{Kind: List, Pos: b.pos(n), size: 1}
+		v := &Value{Kind: List, Pos: b.pos(n), size: 1, Items: make([]*Value, 0, len(n.Content))}
 		if n.Anchor != "" {
 			b.busy[n] = true
 			defer delete(b.busy, n)
@@ -225,12 +225,29 @@ func (b *treeBuilder) alias(n *yaml.Node) (*Value, error) {
 }
 
 func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
-	v := &Value{Kind: Map, Pos: b.pos(n), size: 1}
+	v := &Value{Kind: Map, Pos: b.pos(n), size: 1, Fields: make([]Field, 0, len(n.Content)/2)}
 	if n.Anchor != "" {
 		b.busy[n] = true
 		defer delete(b.busy, n)
 	}
-	seen := map[string]Pos{}
+	// The keys seen so far are v.Fields' (merged keys come last); a map
+	// only pays for itself on large mappings.
+	var seen map[string]Pos
+	if len(n.Content) > 32 {
+		seen = make(map[string]Pos, len(n.Content)/2)
+	}
+	first := func(key string) (Pos, bool) {
+		if seen != nil {
+			p, ok := seen[key]
+			return p, ok
+		}
+		for i := range v.Fields {
+			if v.Fields[i].Key == key {
+				return v.Fields[i].KeyPos, true
+			}
+		}
+		return Pos{}, false
+	}
 	var merges []*Value
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
@@ -260,11 +277,13 @@ func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
 			continue
 		}
 		key := kn.Value
-		if first, dup := seen[key]; dup {
-			b.d.errorf(b.pos(kn), "duplicate key %q (first defined at line %d)", clip(key), first.Line)
+		if at, dup := first(key); dup {
+			b.d.errorf(b.pos(kn), "duplicate key %q (first defined at line %d)", clip(key), at.Line)
 			continue
 		}
-		seen[key] = b.pos(kn)
+		if seen != nil {
+			seen[key] = b.pos(kn)
+		}
 		val, err := b.value(vn)
 		if err != nil {
 			return nil, err
@@ -277,10 +296,12 @@ func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
 	}
 	for _, m := range merges {
 		for _, f := range m.Fields {
-			if _, ok := seen[f.Key]; ok {
+			if _, ok := first(f.Key); ok {
 				continue
 			}
-			seen[f.Key] = f.KeyPos
+			if seen != nil {
+				seen[f.Key] = f.KeyPos
+			}
 			v.Fields = append(v.Fields, f)
 			v.bytes += len(f.Key)
 			if err := b.grow(v, f.Value); err != nil {

@@ -17,18 +17,13 @@ import (
 // validateSchema checks the tree against the plan's JSON Schema and reports
 // each failure at the key or value it concerns.
 func validateSchema(root *Value, d *diags) {
-	sch, err := schema.Compile()
-	if err != nil {
-		d.errorf(root.Pos, "internal error: the embedded schema does not compile: %v", err)
-		return
-	}
-	err = sch.Validate(root.JSON())
+	err := schema.Validate(root.JSON())
 	if err == nil {
 		return
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		d.errorf(root.Pos, "schema validation failed: %v", err)
+		d.errorf(root.Pos, "internal error: schema validation failed: %v", err)
 		return
 	}
 	m := schemaMapper{root: root, d: d}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -57,7 +58,7 @@ func refsUnder(v *Value) (vars, cells bool, keys map[string]bool) {
 				case NSMatrix:
 					cells = true
 					keys[r.Name] = true
-				case NSCell:
+				case NSCell, NSSlot:
 					cells = true
 				}
 			}
@@ -109,6 +110,13 @@ func (cs *cellScope) lookup(p *Plan) func(Ref) (string, bool) {
 				return strconv.Itoa(cs.index), true
 			case "id":
 				return cs.id(), true
+			}
+		case NSSlot:
+			// Which slot a cell holds, and so its GPUs, is known only when
+			// it runs; slot 0 of one GPU stands for every one (both are
+			// digits and commas).
+			if cs != nil && (r.Name == "index" || r.Name == "gpus") {
+				return "0", true
 			}
 		}
 		return "", false
@@ -198,11 +206,13 @@ func (c *checker) checkField(s *Step, f Field) {
 		}
 		lookup := cs.lookup(c.p)
 		sub := substituteValue(f.Value, lookup)
-		key, _ := json.Marshal(sub.JSON())
-		if seen[string(key)] {
-			return
+		if m != nil {
+			key, _ := json.Marshal(sub.JSON())
+			if seen[string(key)] {
+				return
+			}
+			seen[string(key)] = true
 		}
-		seen[string(key)] = true
 		problems := c.checkSubstituted(s, f, sub, cs)
 		switch {
 		case len(problems) == 0:
@@ -363,10 +373,19 @@ func (c *checker) validateWith(w *Value, base, kind string) Diagnostics {
 // isDurationField reports whether the schema types with.key of a step of
 // this kind as a duration.
 func isDurationField(kind, key string) bool {
+	k := kind + "\x00" + key
+	if d, ok := durationFields.Load(k); ok {
+		return d.(bool)
+	}
 	frag := schemaFragment("#/$defs/with-" + kind + "/properties/" + escapePointer(key))
 	b, _ := json.Marshal(frag)
-	return strings.Contains(string(b), `"#/$defs/duration"`)
+	d := strings.Contains(string(b), `"#/$defs/duration"`)
+	durationFields.Store(k, d)
+	return d
 }
+
+// durationFields caches isDurationField: the schema is fixed.
+var durationFields sync.Map
 
 // exprless returns s with its expressions removed.
 func exprless(s string) string {

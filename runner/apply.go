@@ -45,6 +45,9 @@ type Apply struct {
 	// Done are the nodes an earlier attempt of a resumed run finished, with
 	// the instance each ran on; empty for a new run.
 	Done map[string]string
+	// slots are the slots the nodes of a resumed run's cells held
+	// (engine.Config.Slots).
+	slots map[string]int
 
 	cfg      ApplyConfig
 	pf       platform.Platform
@@ -153,6 +156,7 @@ func (a *Apply) start(ctx context.Context) (err error) {
 		// What ssh left of the run's dead apply: its control directory.
 		ssh.Sweep(a.ID)
 		a.Done = cfg.Resume.done()
+		a.slots = cfg.Resume.slots()
 		cfg.Resume.restore(a.steps, a.insts)
 	}
 	return nil
@@ -171,6 +175,7 @@ func (a *Apply) Run(ctx context.Context, view engine.Observer) (engine.Summary, 
 	sum := engine.Run(ctx, a.Graph, engine.Config{
 		RunID: a.ID, Parallel: a.cfg.Parallel, Executor: &executor{run: a.ID, g: a.Graph, insts: a.insts, steps: a.steps, store: a.store},
 		Instances: a.insts, Observer: rec, FinallyTimeout: a.cfg.FinallyTimeout, Done: a.Done,
+		Slots: a.slots, GPUs: a.steps.GPUs,
 	})
 	return sum, nil
 }

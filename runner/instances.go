@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/taoflow/taoflow/engine"
@@ -355,8 +356,15 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		return fmt.Errorf("instance %s is not available", t.Instance)
 	}
 	n := t.Node
-	req := StepRequest(e.g, e.run, n, inst, t.With, t.Upstream)
+	req := StepRequest(e.g, e.run, n, inst, t.With, t.Upstream, t.Slot)
 	req.Attempt, req.Log, req.Progress, req.Release = t.Attempt, t.Log, t.Progress, t.Release
+	if t.Slot != nil {
+		// A resumed run gives the cell the same slot, and so the same
+		// GPUs its job may still be using.
+		if err := e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, factSlot, strconv.Itoa(t.Slot.Index)); err != nil {
+			return fmt.Errorf("recording the slot of %s: %w", n.ID, err)
+		}
+	}
 	if n.Step.Uses == plan.KindDelete {
 		// No job to stop where none was launched, nor on an instance that
 		// is gone or stopped (Release deletes it all the same).

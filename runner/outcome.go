@@ -22,6 +22,10 @@ const TailLines = 10
 // think "train failed", not "wait failed".
 const FactFailedJob = "failed_job"
 
+// factSlot is the node fact of the slot index its cell held, so a resumed
+// run gives the cell the same slot (and GPUs).
+const factSlot = "slot"
+
 // FactCellValues is the node fact holding a cell's values as a JSON object
 // (key → value), so that status can show them without the plan.
 const FactCellValues = "cell_values"

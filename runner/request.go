@@ -13,8 +13,11 @@ import (
 // resolved: a wait follows the jobs of the run nodes among them, each
 // with the with: of the instance it ran on. The caller adds what only a
 // live run has (attempt, log, progress, release, facts).
-func StepRequest(g *engine.Graph, run string, n *engine.Node, inst platform.Instance, with *plan.Value, upstream []engine.Upstream) steps.Request {
+func StepRequest(g *engine.Graph, run string, n *engine.Node, inst platform.Instance, with *plan.Value, upstream []engine.Upstream, slot *engine.Slot) steps.Request {
 	req := steps.Request{NodeID: n.ID, Step: n.Step, Instance: inst, With: with, JobID: n.JobID}
+	if slot != nil {
+		req.Slot = &steps.Slot{Index: slot.Index, GPUs: slot.GPUs}
+	}
 	if n.Cell != nil {
 		c := &steps.Cell{ID: n.Cell.ID, Index: n.Cell.Index}
 		for _, v := range n.Cell.Values {
@@ -49,5 +52,18 @@ func PreviewRequest(g *engine.Graph, run string, n *engine.Node) steps.Request {
 		return t.Instance
 	}
 	inst := placed(n)
-	return StepRequest(g, run, n, platform.Instance{Name: inst}, g.With(n, engine.Scope{RunID: run, Instance: inst}), g.Upstream(n, n.Instance, placed))
+	var slot *engine.Slot
+	if n.Cell != nil {
+		// Which slot a cell holds is known when it runs: show slot 0, with
+		// the GPUs it has when the instance declares them, else one GPU
+		// per slot (the least preflight lets through).
+		name := inst
+		if g.Plan.Instance(name) == nil && len(n.Pool) > 0 {
+			name = n.Pool[0]
+		}
+		if in := g.Plan.Instance(name); in != nil {
+			slot = &engine.Slot{Index: 0, GPUs: plan.SlotGPUs(max(in.GPUs, in.Slots), in.Slots, 0)}
+		}
+	}
+	return StepRequest(g, run, n, platform.Instance{Name: inst}, g.With(n, engine.Scope{RunID: run, Instance: inst, Slot: slot}), g.Upstream(n, n.Instance, placed), slot)
 }

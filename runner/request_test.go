@@ -70,7 +70,10 @@ steps:
 	c := &captured{tasks: map[string]*engine.Task{}}
 	done := make(chan engine.Summary)
 	go func() {
-		done <- engine.Run(context.Background(), g, engine.Config{RunID: "r1", Executor: c, Instances: c, Observer: engine.ObserverFunc(func(engine.Event) {})})
+		// The preview shows a cell in slot 0 with the GPUs it has at least
+		// (one per slot where none are declared): the same count here.
+		done <- engine.Run(context.Background(), g, engine.Config{RunID: "r1", Executor: c, Instances: c, Observer: engine.ObserverFunc(func(engine.Event) {}),
+			GPUs: func(string) int { return 1 }})
 	}()
 	select {
 	case <-done:
@@ -83,7 +86,7 @@ steps:
 		if task == nil {
 			t.Fatalf("%s did not run", n.ID)
 		}
-		applied := StepRequest(g, "r1", n, platform.Instance{Name: task.Instance}, task.With, task.Upstream)
+		applied := StepRequest(g, "r1", n, platform.Instance{Name: task.Instance}, task.With, task.Upstream, task.Slot)
 		previewed := PreviewRequest(g, "r1", n)
 		if n.Cell != nil {
 			previewed.Instance.Name = task.Instance

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/state"
@@ -120,6 +121,18 @@ func (r *Resumed) done() map[string]string {
 	return d
 }
 
+// slots returns the slot index each node recorded (factSlot), so a cell
+// resumed part way keeps its slot and GPUs.
+func (r *Resumed) slots() map[string]int {
+	out := map[string]int{}
+	for _, n := range r.nodes {
+		if i, err := strconv.Atoi(n.Facts[factSlot]); err == nil {
+			out[n.ID] = i
+		}
+	}
+	return out
+}
+
 // claim makes this process the run's owner again.
 func (r *Resumed) claim(ctx context.Context, store *state.Store, host string) error {
 	if err := store.SetRunOwner(ctx, r.Run.ID, os.Getpid(), host, selfIdentity()); err != nil {
@@ -135,6 +148,9 @@ func (r *Resumed) restore(st *steps.Steps, insts *instances) {
 	for _, n := range r.nodes {
 		if engine.NodeState(n.State) == engine.Succeeded && n.Facts[steps.RecordDigest] != "" {
 			st.RememberDigest(n.Instance, n.Facts[steps.RecordImage], n.Facts[steps.RecordDigest])
+		}
+		if g, err := strconv.Atoi(n.Facts[steps.RecordGPUs]); err == nil && engine.NodeState(n.State) == engine.Succeeded {
+			st.RememberGPUs(n.Instance, g)
 		}
 	}
 	insts.prior = r.instances

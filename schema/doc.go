@@ -8,7 +8,11 @@
 // docs/plan-reference.md from it. Keeping all three on one file means a new
 // key or step kind is added in one place.
 //
-// The schema is embedded (JSON) and compiled once (Compile). Semantic checks
+// The schema is embedded (JSON) and compiled once (Compile). Validate checks
+// a plan with the same result as Compile().Validate, but selects each step's
+// settings schema by its uses once instead of evaluating every kind's
+// branch (dispatch.go): a 10,000-step plan is validated in a fraction of the
+// time. Semantic checks
 // that a schema cannot express well — unique ids, references between steps
 // and instances, cycles, expressions, inline secrets — belong to package
 // plan, not here.

@@ -378,6 +378,19 @@ func TestValidate(t *testing.T) {
 	}{
 		// Top level.
 		"design example": {doc: designPlan},
+		// Shapes Validate checks outside the schema's own items (dispatch.go).
+		"steps not a list": {
+			doc:  `{"taoflow": 1, "name": "t", "instances": {"a": null}, "steps": {"id": "s", "uses": "pull"}}`,
+			want: []string{"#/steps type"},
+		},
+		"step not a mapping": {
+			doc:  stepPlan(`"pull"`),
+			want: []string{"#/steps/0 type"},
+		},
+		"finally step of an unknown kind": {
+			doc:  `{"taoflow": 1, "name": "t", "instances": {"a": null}, "steps": [{"id": "s", "uses": "delete"}], "finally": [{"id": "f", "uses": "nope", "with": {"x": 1}}]}`,
+			want: []string{"#/finally/0/uses enum"},
+		},
 		"minimal":        {doc: stepPlan(`{"id": "s", "uses": "delete"}`)},
 		"empty document": {doc: `{}`, want: []string{"# required"}},
 		"not a mapping":  {doc: `[]`, want: []string{"# type"}},
@@ -785,8 +798,42 @@ func TestValidate(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("failing constraints (-want +got):\n%s", diff)
 			}
+			// Validate, which dispatches on uses once per step, finds the
+			// same failures at the same places, with the same messages.
+			full := leafDetails(sch.Validate(decode(t, []byte(tc.doc))))
+			fast := leafDetails(Validate(decode(t, []byte(tc.doc))))
+			if diff := cmp.Diff(full, fast); diff != "" {
+				t.Errorf("Validate's failures differ from the full schema's (-full +Validate):\n%s", diff)
+			}
 		})
 	}
+}
+
+// leafDetails lists each leaf failure with its instance location, keyword,
+// absolute keyword location and message, sorted: what plan's error mapper
+// reads from an error.
+func leafDetails(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []string{"not a validation error: " + err.Error()}
+	}
+	var out []string
+	var rec func(*jsonschema.ValidationError)
+	rec = func(e *jsonschema.ValidationError) {
+		for _, c := range e.Causes {
+			rec(c)
+		}
+		if len(e.Causes) == 0 {
+			kw := e.KeywordLocation[strings.LastIndexByte(e.KeywordLocation, '/')+1:]
+			out = append(out, "#"+e.InstanceLocation+" "+kw+" "+e.AbsoluteKeywordLocation+" "+e.Message)
+		}
+	}
+	rec(ve)
+	slices.Sort(out)
+	return out
 }
 
 // TestEveryKindTested makes sure TestValidate's table cannot silently miss

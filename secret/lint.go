@@ -41,17 +41,21 @@ type token struct {
 	re    *regexp.Regexp
 	what  string              // "an NGC API key"
 	valid func(m string) bool // optional extra check on the match
+	// need lists literals of which every match holds one: a text holding
+	// none is not searched (most plan strings hold none, and the regular
+	// expressions are the bulk of linting a large plan).
+	need []string
 }
 
 var tokens = []token{
-	{kind: KindNGCKey, re: regexp.MustCompile(`\bnvapi-[A-Za-z0-9_-]{16,}`), what: "an NGC API key"},
-	{kind: KindAWSKeyID, re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), what: "an AWS access key id"},
-	{kind: KindHFToken, re: regexp.MustCompile(`\bhf_[A-Za-z0-9]{20,}`), what: "a Hugging Face token"},
-	{kind: KindGitHubToken, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`), what: "a GitHub token"},
-	{kind: KindSecretKey, re: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`), what: "a secret API key", valid: func(m string) bool {
+	{kind: KindNGCKey, re: regexp.MustCompile(`\bnvapi-[A-Za-z0-9_-]{16,}`), what: "an NGC API key", need: []string{"nvapi-"}},
+	{kind: KindAWSKeyID, re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), what: "an AWS access key id", need: []string{"AKIA", "ASIA"}},
+	{kind: KindHFToken, re: regexp.MustCompile(`\bhf_[A-Za-z0-9]{20,}`), what: "a Hugging Face token", need: []string{"hf_"}},
+	{kind: KindGitHubToken, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`), what: "a GitHub token", need: []string{"_"}},
+	{kind: KindSecretKey, re: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`), what: "a secret API key", need: []string{"sk-"}, valid: func(m string) bool {
 		return strings.ContainsAny(m[3:], digits) && strings.ContainsAny(m[3:], letters)
 	}},
-	{kind: KindSlackToken, re: regexp.MustCompile(`\bxox[abpsr]-[A-Za-z0-9-]{10,}`), what: "a Slack token"},
+	{kind: KindSlackToken, re: regexp.MustCompile(`\bxox[abpsr]-[A-Za-z0-9-]{10,}`), what: "a Slack token", need: []string{"xox"}},
 }
 
 const (
@@ -98,6 +102,9 @@ func Lint(s string) []Finding {
 		out = append(out, f)
 	}
 	for _, t := range tokens {
+		if !containsAny(s, t.need) {
+			continue
+		}
 		for _, m := range t.re.FindAllStringIndex(s, -1) {
 			lit := s[m[0]:m[1]]
 			if t.valid != nil && !t.valid(lit) {
@@ -106,28 +113,34 @@ func Lint(s string) []Finding {
 			add(Finding{m[0], m[1] - m[0], t.kind, fmt.Sprintf("looks like %s (%s…); %s", t.what, knownPrefix(lit), advice)})
 		}
 	}
-	for _, m := range privateKeyRE.FindAllStringIndex(s, -1) {
-		end := m[1]
-		if e := privateEndRE.FindStringIndex(s[end:]); e != nil {
-			end += e[1]
+	if strings.Contains(s, "PRIVATE KEY") {
+		for _, m := range privateKeyRE.FindAllStringIndex(s, -1) {
+			end := m[1]
+			if e := privateEndRE.FindStringIndex(s[end:]); e != nil {
+				end += e[1]
+			}
+			add(Finding{m[0], end - m[0], KindPrivateKey,
+				"looks like a private key (-----BEGIN … PRIVATE KEY-----); keep key files out of the plan and copy them to the instance"})
 		}
-		add(Finding{m[0], end - m[0], KindPrivateKey,
-			"looks like a private key (-----BEGIN … PRIVATE KEY-----); keep key files out of the plan and copy them to the instance"})
 	}
-	for _, m := range assignRE.FindAllStringSubmatchIndex(s, -1) {
-		name, value := s[m[2]:m[3]], s[m[4]:m[5]]
-		if !secretName(name) || !literal(value) {
-			continue
+	if strings.Contains(s, "=") {
+		for _, m := range assignRE.FindAllStringSubmatchIndex(s, -1) {
+			name, value := s[m[2]:m[3]], s[m[4]:m[5]]
+			if !secretName(name) || !literal(value) {
+				continue
+			}
+			add(Finding{m[4], m[5] - m[4], KindAssignment,
+				fmt.Sprintf("%s is set to a literal value; %s", name, advice)})
 		}
-		add(Finding{m[4], m[5] - m[4], KindAssignment,
-			fmt.Sprintf("%s is set to a literal value; %s", name, advice)})
 	}
-	for _, m := range urlPassRE.FindAllStringSubmatchIndex(s, -1) {
-		if pass := s[m[2]:m[3]]; strings.HasPrefix(pass, "$") {
-			continue
+	if strings.Contains(s, "://") {
+		for _, m := range urlPassRE.FindAllStringSubmatchIndex(s, -1) {
+			if pass := s[m[2]:m[3]]; strings.HasPrefix(pass, "$") {
+				continue
+			}
+			add(Finding{m[2], m[3] - m[2], KindURLPassword,
+				"URL carries a literal password (scheme://user:…@); " + advice})
 		}
-		add(Finding{m[2], m[3] - m[2], KindURLPassword,
-			"URL carries a literal password (scheme://user:…@); " + advice})
 	}
 	for _, t := range entropyCandidates(s) {
 		lit := s[t.start:t.end]
@@ -136,6 +149,15 @@ func Lint(s string) []Finding {
 	}
 	slices.SortFunc(out, func(a, b Finding) int { return a.Offset - b.Offset })
 	return out
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // knownPrefix is the fixed prefix of a key format match.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -48,8 +49,8 @@ func (s *Steps) preflight(ctx context.Context, req Request) error {
 			return err
 		}
 	}
-	if gpus > 0 {
-		if err := s.checkGPUs(ctx, req, gpus); err != nil {
+	if want, count, why := s.preflightGPUs(req, gpus); count {
+		if err := s.checkGPUs(ctx, req, want, why); err != nil {
 			return err
 		}
 	}
@@ -122,8 +123,10 @@ const dockerInfoScript = "docker info > /dev/null"
 // gpuScript lists the GPUs, exiting 127 when there is no nvidia-smi.
 const gpuScript = "command -v nvidia-smi > /dev/null 2>&1 || exit 127\nnvidia-smi -L"
 
-// checkGPUs counts the GPUs nvidia-smi -L lists.
-func (s *Steps) checkGPUs(ctx context.Context, req Request, want int) error {
+// checkGPUs counts the GPUs nvidia-smi -L lists, requires at least want
+// (why says what for), and records the count (RecordGPUs) for
+// gpus: per-slot.
+func (s *Steps) checkGPUs(ctx context.Context, req Request, want int, why string) error {
 	inst := req.Instance
 	fmt.Fprintf(req.Log, "checking for at least %s on %s (nvidia-smi -L)\n", counted(want, "GPU"), inst.Name)
 	res, err := s.exec(ctx, inst, gpuScript, nil)
@@ -139,7 +142,11 @@ func (s *Steps) checkGPUs(ctx context.Context, req Request, want int) error {
 	}
 	n := countGPUs(res.Stdout)
 	if n < want {
-		return s.fail(ClassTooFewGPUs, nil, "%s has %s, wanted at least %d", inst.Name, counted(n, "GPU"), want)
+		return s.fail(ClassTooFewGPUs, nil, "%s has %s, wanted at least %d%s", inst.Name, counted(n, "GPU"), want, why)
+	}
+	s.noteGPUs(inst, n)
+	if req.Record != nil {
+		req.Record(RecordGPUs, strconv.Itoa(n))
 	}
 	fmt.Fprintf(req.Log, "%s has %s\n", inst.Name, counted(n, "GPU"))
 	return nil

@@ -156,8 +156,8 @@ func (s *Steps) previewPreflight(req Request) ([]Command, error) {
 	if docker {
 		cmds = append(cmds, Command{What: "check docker", Script: dockerInfoScript})
 	}
-	if gpus > 0 {
-		cmds = append(cmds, Command{What: fmt.Sprintf("count the GPUs (at least %d)", gpus), Script: gpuScript})
+	if want, count, _ := s.preflightGPUs(req, gpus); count {
+		cmds = append(cmds, Command{What: fmt.Sprintf("count the GPUs (at least %d)", want), Script: gpuScript})
 	}
 	return cmds, nil
 }

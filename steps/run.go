@@ -66,6 +66,9 @@ func (s *Steps) jobSpecFor(req Request) (jobSpec, runtime, string, error) {
 		Memory:   withString(req.With, "memory"),
 		User:     withString(req.With, "user"),
 	}
+	if err := slotDevices(req, &spec); err != nil {
+		return jobSpec{}, nil, "", err
+	}
 	if image == "" {
 		if spec.Command == "" {
 			return jobSpec{}, nil, "", &Error{Class: ClassInvalidConfig, Msg: "a run step without image needs with.command"}

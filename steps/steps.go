@@ -81,6 +81,9 @@ type Steps struct {
 	// digests holds the image digests pull saw, by instance name and
 	// image, for the manifests of uploads from that instance.
 	digests map[string]map[string]string
+	// gpus holds the GPU count preflight saw, by instance name, for
+	// gpus: per-slot.
+	gpus map[string]int
 }
 
 // New returns the steps of the run cfg describes.
@@ -152,6 +155,10 @@ type Request struct {
 	// the run state: pull records RecordImage and RecordDigest, wait
 	// RecordLogOffsets.
 	Record func(key, value string)
+	// Slot is the slot of the instance the node's cell holds; nil for a
+	// node of no cell. A run step with gpus: per-slot runs its job on
+	// Slot.GPUs.
+	Slot *Slot
 	// Facts are what this node recorded in earlier attempts of the run
 	// (a run resumed after a crash): a wait goes on reading its jobs' logs
 	// where the node log ends instead of from the start.
