@@ -2,6 +2,7 @@ package steps
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/taoflow/taoflow/plan"
@@ -74,14 +75,23 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 	case plan.KindUploadS3:
 		return s.previewUpload(req)
 	case plan.KindSend:
-		from, to, _, err := s.sendParams(req)
+		from, to, patterns, err := s.sendParams(req)
 		if err != nil {
 			return nil, err
+		}
+		// The counts as sent when from can be read here (reading this
+		// machine touches nothing), else placeholders.
+		want := Params{"dst": to, "want_files": "FILES", "want_bytes": "BYTES", "want_links": "LINKS"}
+		if excludes, err := excludeMatchers(patterns); err == nil {
+			if _, t, err := walkLocal(from, excludes); err == nil {
+				f, b, l := t.counts()
+				want["want_files"], want["want_bytes"], want["want_links"] = strconv.FormatInt(f, 10), strconv.FormatInt(b, 10), strconv.FormatInt(l, 10)
+			}
 		}
 		return []Command{
 			{What: "list " + to + " (nothing is sent when it holds the same files)", Script: script(Params{"path": to}, "list")},
 			{What: "extract the archive of " + from + " (streamed on stdin) next to " + to + ", check its counts, rename it into place",
-				Script: script(Params{"dst": to, "want_files": "FILES", "want_bytes": "BYTES", "want_links": "LINKS"}, "send")},
+				Script: script(want, "send")},
 		}, nil
 	case plan.KindFetch:
 		from, to, err := s.fetchParams(req)

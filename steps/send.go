@@ -27,13 +27,13 @@ const (
 )
 
 // localPath is a laptop path of a send or fetch: relative ones are taken
-// from the plan's directory (or, without a plan, BaseDir).
+// from the plan's directory (or, without a plan file, BaseDir).
 func (s *Steps) localPath(p string) string {
 	if filepath.IsAbs(p) {
 		return filepath.Clean(p)
 	}
 	base := s.cfg.BaseDir
-	if s.cfg.Plan != nil {
+	if s.cfg.Plan != nil && s.cfg.Plan.File != "" {
 		base = s.cfg.Plan.Dir()
 	}
 	return filepath.Join(base, p)
