@@ -226,7 +226,7 @@ func BenchmarkEngine10k(b *testing.B) {
 	g := mustPlanB(b, src.String())
 	b.ResetTimer()
 	for b.Loop() {
-		s := engine.Run(context.Background(), g, engine.Config{RunID: "r", Executor: noop{}})
+		s := engine.Run(b.Context(), g, engine.Config{RunID: "r", Executor: noop{}})
 		if s.Failed() {
 			b.Fatal("failed")
 		}
@@ -257,7 +257,7 @@ func BenchmarkSweepMakespan(b *testing.B) {
 	var total time.Duration
 	for b.Loop() {
 		start := time.Now()
-		if s := engine.Run(context.Background(), g, engine.Config{RunID: "r", Executor: sleeper}); s.Failed() {
+		if s := engine.Run(b.Context(), g, engine.Config{RunID: "r", Executor: sleeper}); s.Failed() {
 			b.Fatal("failed")
 		}
 		total += time.Since(start)

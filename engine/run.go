@@ -157,8 +157,9 @@ type Summary struct {
 	// Kept lists instances kept by keep: true.
 	Kept []string
 	// Left lists instances whose release failed or was refused: they may
-	// still exist (and bill).
-	Left []string
+	// still exist (and bill). LeftWhy says why, by instance.
+	Left    []string
+	LeftWhy map[string]string
 }
 
 // Failed reports whether any node (or finalizer) did not succeed, counting
@@ -455,6 +456,10 @@ func (x *execution) summary() Summary {
 		switch {
 		case in.releaseErrMsg != "":
 			s.Left = append(s.Left, name)
+			if s.LeftWhy == nil {
+				s.LeftWhy = map[string]string{}
+			}
+			s.LeftWhy[name] = in.releaseErrMsg
 		case in.phase != instReleased:
 		case in.outcome == ReleaseStopped:
 			s.Stopped = append(s.Stopped, name)

@@ -129,7 +129,7 @@ func run(t *testing.T, g *engine.Graph, f *fake, mod ...func(*engine.Config)) en
 		m(&cfg)
 	}
 	done := make(chan engine.Summary)
-	go func() { done <- engine.Run(context.Background(), g, cfg) }()
+	go func() { done <- engine.Run(t.Context(), g, cfg) }()
 	select {
 	case s := <-done:
 		return s
@@ -483,7 +483,7 @@ finally:
 				started <- struct{}{}
 				return tc.do(ctx)
 			})
-			ctx, cancel := context.WithCancelCause(context.Background())
+			ctx, cancel := context.WithCancelCause(t.Context())
 			defer cancel(nil)
 			if tc.interrupt {
 				go func() { <-started; cancel(errors.New("interrupted (Ctrl-C)")) }()
@@ -909,7 +909,7 @@ steps:
 			return nil
 		})
 		// Not run(): its 20 s watchdog would fire first in the bubble's time.
-		s := engine.Run(context.Background(), g, engine.Config{RunID: "r1", Executor: f, Instances: f, Observer: f})
+		s := engine.Run(t.Context(), g, engine.Config{RunID: "r1", Executor: f, Instances: f, Observer: f})
 		want := []time.Duration{0, time.Minute, 3 * time.Minute, 7 * time.Minute, 7 * time.Minute}
 		if !slices.Equal(starts, want) {
 			t.Errorf("attempts started at %v, want %v", starts, want)

@@ -34,6 +34,8 @@ type ApplyConfig struct {
 	// changes (or that is in none).
 	RequireClean bool
 	Version      string // taoflow's, for the provenance
+	// TransientBackoff is steps.Config.TransientBackoff (0: the default).
+	TransientBackoff time.Duration
 }
 
 // Apply is one apply of a plan: a new run, or a resumed one. Start prepares
@@ -149,7 +151,8 @@ func (a *Apply) start(ctx context.Context) (err error) {
 		return err
 	}
 	cwd, _ := os.Getwd()
-	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record})
+	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record,
+		TransientBackoff: cfg.TransientBackoff})
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
 	a.insts.notify = a.progress.send
 	if cfg.Resume != nil {
@@ -222,6 +225,8 @@ func (a *Apply) Finish(sum engine.Summary, runState string, exitCode int, verdic
 // than wait on a busy state.
 func (a *Apply) Abandon(exitCode int) {
 	recorded := make(chan struct{})
+	// A bare goroutine, not a conc.WaitGroup: the point is not to wait
+	// for it past two seconds (the process exits right after).
 	go func() {
 		_ = a.store.UpdateRun(context.Background(), a.ID, state.RunUpdate{State: state.RunTeardownIncomplete, EndedAt: time.Now(), ExitCode: exitCode, Message: "teardown abandoned by a third interrupt"})
 		close(recorded)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-multierror"
+
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev"
@@ -33,6 +35,9 @@ type Destroyer struct {
 	// Confirmed are the programs and configs the user named for this
 	// destroy; see Check.
 	Confirmed Confirmed
+	// TransientBackoff is steps.Config.TransientBackoff for the commands
+	// that stop the runs' jobs (0: the default).
+	TransientBackoff time.Duration
 }
 
 // Confirmed names the brev program and the ssh client config that the
@@ -102,9 +107,10 @@ func (d Destroyer) confirmedData(recorded map[string]string) (map[string]string,
 	return data, nil
 }
 
-// Destroy tears down alive, the resources of run r that may still exist,
-// and returns how many remain.
-func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resource) int {
+// Destroy tears down alive, the resources of run r that may still exist.
+// It returns nil when none remains, else a *multierror.Error with one
+// *NotRemovedError for each resource that may still exist.
+func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resource) error {
 	byInstance := map[string][]state.Resource{}
 	var order []string
 	for _, res := range alive {
@@ -113,17 +119,19 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 		}
 		byInstance[res.Instance] = append(byInstance[res.Instance], res)
 	}
-	failed := 0
+	var left *multierror.Error
 	for _, name := range order {
 		resources := byInstance[name]
 		pf, inst, err := d.platformFor(resources)
 		if err != nil {
 			fmt.Fprintf(d.Log, "%s: %s: %v\n", r.ID, name, err)
-			failed += len(resources)
+			for _, res := range resources {
+				left = multierror.Append(left, &NotRemovedError{Run: r.ID, Resource: res, Err: err})
+			}
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		st := steps.New(steps.Config{Platform: pf, RunID: r.ID})
+		st := steps.New(steps.Config{Platform: pf, RunID: r.ID, TransientBackoff: d.TransientBackoff})
 		created := false
 		for _, res := range resources {
 			created = created || res.Kind == state.KindInstance
@@ -154,7 +162,7 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 				}
 			}
 			if err != nil {
-				failed++
+				left = multierror.Append(left, &NotRemovedError{Run: r.ID, Resource: res, Err: err})
 				_ = d.Store.MarkFailed(ctx, res.ID, err.Error())
 				fmt.Fprintf(d.Log, "%s: %s %s: NOT removed: %v\n", r.ID, res.Kind, res.Name, err)
 				continue
@@ -173,11 +181,32 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 	}
 	// What ssh left of the run's dead apply: its empty control directory.
 	ssh.Sweep(r.ID)
-	if failed == 0 && (r.State == state.RunRunning || r.State == state.RunTeardownIncomplete) {
+	if left == nil && (r.State == state.RunRunning || r.State == state.RunTeardownIncomplete) {
 		_ = d.Store.UpdateRun(ctx, r.ID, state.RunUpdate{State: state.RunCanceled, EndedAt: time.Now(), ExitCode: d.CanceledExitCode, Message: "torn down by taoflow destroy"})
 	}
-	return failed
+	return left.ErrorOrNil()
 }
+
+// NotRemovedError is a resource of a run that destroy could not remove:
+// it may still exist (and bill).
+type NotRemovedError struct {
+	Run      string
+	Resource state.Resource
+	Err      error
+}
+
+func (e *NotRemovedError) Error() string {
+	what := e.Resource.Kind + " " + e.Resource.Name
+	if e.Resource.Kind != state.KindInstance {
+		what += " on " + e.Resource.Instance
+	}
+	if ref := e.Resource.Data["ref"]; ref != "" && ref != e.Resource.Name {
+		what += " (" + ref + ")"
+	}
+	return fmt.Sprintf("run %s: %s: %v", e.Run, what, e.Err)
+}
+
+func (e *NotRemovedError) Unwrap() error { return e.Err }
 
 // platformFor rebuilds the platform and instance a run's resources live on
 // from the settings recorded with them.

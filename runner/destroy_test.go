@@ -2,12 +2,14 @@ package runner
 
 import (
 	"bytes"
-	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-multierror"
 
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
@@ -19,7 +21,7 @@ import (
 // it, and records the run, whose apply died, as canceled with the exit
 // code it is given.
 func TestDestroyLocalSandbox(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	const run = "quick-1203-000000-abcd"
 	pf, err := BuildPlatform(plan.PlatformLocal, nil, run, dir, PlatformOptions{})
@@ -59,8 +61,8 @@ func TestDestroyLocalSandbox(t *testing.T) {
 		t.Fatalf("alive = %v, %v; want the sandbox and the job", alive, err)
 	}
 	var log bytes.Buffer
-	if left := (Destroyer{Store: store, StateDir: dir, Log: &log, CanceledExitCode: 130}).Destroy(ctx, r, alive); left != 0 {
-		t.Fatalf("%d left:\n%s", left, &log)
+	if err := (Destroyer{Store: store, StateDir: dir, Log: &log, CanceledExitCode: 130}).Destroy(ctx, r, alive); err != nil {
+		t.Fatalf("%v\n%s", err, &log)
 	}
 	if _, err := os.Stat(inst.Ref); !os.IsNotExist(err) {
 		t.Errorf("the sandbox %s is still there (%v)", inst.Ref, err)
@@ -78,5 +80,59 @@ func TestDestroyLocalSandbox(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sandboxes")); err != nil {
 		t.Errorf("the sandbox root went too: %v", err)
+	}
+}
+
+// TestDestroyListsWhatIsLeft: what Destroy could not remove comes back as
+// a list, one *NotRemovedError per resource, each naming the run, the
+// resource and why; the run is not recorded as torn down.
+func TestDestroyListsWhatIsLeft(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	const run = "lost-1203-000000-abcd"
+	store, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.CreateRun(ctx, state.Run{ID: run, Name: "lost", State: state.RunRunning, PID: 4194305, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		id, err := store.RecordIntent(ctx, state.Resource{RunID: run, Kind: state.KindInstance, Name: name, Instance: name, Platform: "gone-cloud"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.MarkCreated(ctx, id, map[string]string{"ref": "tf-" + name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alive, err := store.Alive(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Run(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	err = Destroyer{Store: store, StateDir: dir, Log: &log, CanceledExitCode: 130}.Destroy(ctx, r, alive)
+	var list *multierror.Error
+	if !errors.As(err, &list) || list.Len() != 2 {
+		t.Fatalf("Destroy = %v; want a list of the two instances", err)
+	}
+	for i, name := range []string{"a", "b"} {
+		var nr *NotRemovedError
+		if !errors.As(list.Errors[i], &nr) || nr.Resource.Name != name {
+			t.Errorf("entry %d = %v; want instance %s not removed", i, list.Errors[i], name)
+			continue
+		}
+		want := "run " + run + ": instance " + name + " (tf-" + name + "): resources on the \"gone-cloud\" platform"
+		if !strings.HasPrefix(nr.Error(), want) {
+			t.Errorf("entry %d = %q; want it to start %q", i, nr.Error(), want)
+		}
+	}
+	if got, _ := store.Run(ctx, run); got.State != state.RunRunning {
+		t.Errorf("run recorded as %s with resources left; want it left running", got.State)
 	}
 }

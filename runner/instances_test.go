@@ -112,7 +112,7 @@ func TestReleaseOutcomes(t *testing.T) {
 			want: engine.ReleaseLeftAlone, execs: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			store, err := state.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)

@@ -2,11 +2,14 @@ package runner
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/hashicorp/go-multierror"
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/internal/shellquote"
@@ -80,6 +83,10 @@ type Outcome struct {
 	Kept    []string `json:"kept,omitempty"`
 	// RemoveCommand removes what Left, Stopped or Kept name ("" when none).
 	RemoveCommand string `json:"remove_command,omitempty"`
+	// Teardown is why each of Left may still exist: a *multierror.Error of
+	// *LeftError, in Left's order; nil when Left is empty. (The JSON view
+	// has the reasons in its instance-left events.)
+	Teardown error `json:"-"`
 	// StateErrors counts writes to the state that failed during the run.
 	StateErrors int `json:"state_errors,omitempty"`
 }
@@ -119,6 +126,17 @@ func Culprit(g *engine.Graph, node, message string) string {
 	return ""
 }
 
+// LeftError is an instance of the run that teardown did not release as
+// asked (its delete or stop failed, or was refused): it may still exist.
+type LeftError struct {
+	Instance string
+	Err      error
+}
+
+func (e *LeftError) Error() string { return "instance " + e.Instance + ": " + e.Err.Error() }
+
+func (e *LeftError) Unwrap() error { return e.Err }
+
 // LogsCommand is the command that prints node's log of run.
 func LogsCommand(run, node string) string {
 	return "taoflow logs " + run + " " + shellquote.Quote(node)
@@ -148,6 +166,11 @@ func (a *Apply) outcome(sum engine.Summary, runState string, exitCode int, verdi
 		f.LogTail = LogTail(a.store, a.ID, n.ID, TailLines)
 		o.Failures = append(o.Failures, f)
 	}
+	var left *multierror.Error
+	for _, name := range sum.Left {
+		left = multierror.Append(left, &LeftError{Instance: name, Err: errors.New(sum.LeftWhy[name])})
+	}
+	o.Teardown = left.ErrorOrNil()
 	if len(o.Left) > 0 || len(o.Stopped) > 0 || len(o.Kept) > 0 {
 		o.RemoveCommand = "taoflow destroy " + a.ID + " --yes"
 	}

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -28,14 +28,12 @@ func sleeper(t *testing.T) (*exec.Cmd, func() syscall.Signal) {
 	// moment later, and /proc/PID/cmdline read before then is empty (seen
 	// on a loaded CI machine). Identities are taken once it reads as sleep's.
 	want := "sleep\x00300\x00"
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid))
-		if string(b) == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/proc/%d/cmdline = %q after 10 s, want %q", cmd.Process.Pid, b, want)
-		}
+	var b []byte
+	if !testrig.Within(10*time.Second, func() bool {
+		b, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid))
+		return string(b) == want
+	}) {
+		t.Fatalf("/proc/%d/cmdline = %q after 10 s, want %q", cmd.Process.Pid, b, want)
 	}
 	ended := false
 	end := func() syscall.Signal {
@@ -112,7 +110,7 @@ func TestSelfIdentity(t *testing.T) {
 
 // TestFindRunEmptyPrefix: "" is a prefix of every run id; it names none.
 func TestFindRunEmptyPrefix(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	store, err := state.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,9 @@ type ReapConfig struct {
 	// Only limits where Reap looks: ReapBrev or ReapContainers; "" for
 	// both.
 	Only string
+	// TransientBackoff is steps.Config.TransientBackoff for the commands
+	// Reap runs on hosts (0: the default).
+	TransientBackoff time.Duration
 }
 
 // Values of ReapConfig.Only.
@@ -141,7 +144,7 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 		}
 		return r, nil
 	}
-	hosts, closeHosts, err := dockerHosts(ctx, cfg.Plans, cfg.StateDir)
+	hosts, closeHosts, err := dockerHosts(ctx, cfg)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -242,7 +245,8 @@ type dockerHost struct {
 // installed) and the instances the plans name that exist without taoflow
 // (ssh hosts, existing brev instances); created ones are reaped whole. The
 // returned func releases the connections.
-func dockerHosts(ctx context.Context, plans []string, stateDir string) ([]*dockerHost, func(), error) {
+func dockerHosts(ctx context.Context, cfg ReapConfig) ([]*dockerHost, func(), error) {
+	plans, stateDir := cfg.Plans, cfg.StateDir
 	var hosts []*dockerHost
 	var closers []func()
 	closeAll := func() {
@@ -267,7 +271,7 @@ func dockerHosts(ctx context.Context, plans []string, stateDir string) ([]*docke
 		if c, ok := pf.(platform.Closer); ok {
 			closers = append(closers, func() { _ = c.Close() })
 		}
-		st := steps.New(steps.Config{Platform: pf, RunID: "reap"})
+		st := steps.New(steps.Config{Platform: pf, RunID: "reap", TransientBackoff: cfg.TransientBackoff})
 		for _, in := range p.Instances {
 			ref := in.Host
 			if in.Existing != "" {
@@ -292,7 +296,7 @@ func dockerHosts(ctx context.Context, plans []string, stateDir string) ([]*docke
 		if err != nil {
 			return nil, closeAll, err
 		}
-		hosts = append(hosts, &dockerHost{label: "this machine", steps: steps.New(steps.Config{Platform: lp, RunID: "reap"}), inst: inst})
+		hosts = append(hosts, &dockerHost{label: "this machine", steps: steps.New(steps.Config{Platform: lp, RunID: "reap", TransientBackoff: cfg.TransientBackoff}), inst: inst})
 	}
 	return hosts, closeAll, nil
 }

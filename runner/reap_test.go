@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -12,7 +11,7 @@ import (
 func TestReapOnlyBrevWithoutBrev(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // neither brev nor docker
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	r, err := Reap(context.Background(), ReapConfig{StateDir: t.TempDir(), Only: ReapBrev})
+	r, err := Reap(t.Context(), ReapConfig{StateDir: t.TempDir(), Only: ReapBrev})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ steps:
 	go func() {
 		// The preview shows a cell in slot 0 with the GPUs it has at least
 		// (one per slot where none are declared): the same count here.
-		done <- engine.Run(context.Background(), g, engine.Config{RunID: "r1", Executor: c, Instances: c, Observer: engine.ObserverFunc(func(engine.Event) {}),
+		done <- engine.Run(t.Context(), g, engine.Config{RunID: "r1", Executor: c, Instances: c, Observer: engine.ObserverFunc(func(engine.Event) {}),
 			GPUs: func(string) int { return 1 }})
 	}()
 	select {

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,7 @@ import (
 // in a loop. No call may fail (no "database is locked"), and the reader must
 // end up seeing every write.
 func TestWriterAndReader(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	w, err := Open(dir)
 	if err != nil {
@@ -115,7 +114,7 @@ func TestWriterAndReader(t *testing.T) {
 // TestTwoWriters is two processes writing the same state at once (say
 // apply and destroy): busy_timeout must absorb the contention.
 func TestTwoWriters(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	stores := make([]*Store, 2)
 	for i := range stores {

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -46,7 +45,7 @@ func openTest(t testing.TB, opts ...Option) *Store {
 // mustCreateRun creates a minimal run.
 func mustCreateRun(t testing.TB, s *Store, id string) {
 	t.Helper()
-	if err := s.CreateRun(context.Background(), Run{ID: id, Name: "plan", State: RunRunning}); err != nil {
+	if err := s.CreateRun(t.Context(), Run{ID: id, Name: "plan", State: RunRunning}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -9,7 +8,7 @@ import (
 )
 
 func TestRunRecords(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openTest(t)
 	mustCreateRun(t, s, "r1")
 	mustCreateRun(t, s, "r2")

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -10,7 +9,7 @@ import (
 )
 
 func TestRuns(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openTest(t)
 	local := time.FixedZone("CET", 3600)
 	r1 := Run{
@@ -90,7 +89,7 @@ func TestRuns(t *testing.T) {
 }
 
 func TestNodes(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openTest(t)
 	mustCreateRun(t, s, "r1")
 	mustCreateRun(t, s, "r2")
@@ -136,7 +135,7 @@ func TestNodes(t *testing.T) {
 }
 
 func TestResources(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	type op func(t *testing.T, s *Store) // acts on the resource recorded first
 	intent := Resource{RunID: "r1", Kind: KindInstance, Name: "taoflow-r1-gpu0", Instance: "gpu0", Platform: "brev",
 		Data: map[string]string{"type": "h100"}}
@@ -294,7 +293,7 @@ func ids(rs []Resource) []int64 {
 }
 
 func TestEvents(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openTest(t)
 	mustCreateRun(t, s, "r1")
 	mustCreateRun(t, s, "r2")
@@ -343,7 +342,7 @@ func TestEvents(t *testing.T) {
 }
 
 func TestNodeFacts(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openTest(t)
 	mustCreateRun(t, s, "r1")
 	n := Node{RunID: "r1", ID: "pull@gpu0", Step: "pull", Instance: "gpu0", State: "running"}

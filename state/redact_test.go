@@ -2,7 +2,6 @@ package state
 
 import (
 	"bytes"
-	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,7 +17,7 @@ const secret = "s3cr3t"
 // record, and into a log, through s. Ids carry it too.
 func writeEverything(t *testing.T, s *Store) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	x := func(field string) string { return field + "-" + secret + "-<&>\"" }
 	run := x("run")
 	err := s.CreateRun(ctx, Run{ID: run, Name: x("name"), PlanFile: x("file"), PlanHash: x("hash"),
@@ -131,7 +130,7 @@ func TestRedaction(t *testing.T) {
 // TestRedactionReadBack checks that what is read back is the redacted text,
 // and that lookups by an id holding a secret still find the record.
 func TestRedactionReadBack(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openTest(t, WithRedactor(func(v string) string { return strings.ReplaceAll(v, secret, "***") }))
 	writeEverything(t, s)
 	x := func(field string) string { return field + "-***-<&>\"" }

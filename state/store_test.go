@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"io/fs"
@@ -137,7 +136,7 @@ func listDir(t *testing.T, dir string) []string {
 // that a read-only store can open the state after the writer has closed it
 // (and its -wal and -shm files are gone).
 func TestReopen(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	for i := range 2 {
 		s, err := Open(dir)
@@ -199,7 +198,7 @@ func TestSchemaVersionChecks(t *testing.T) {
 }
 
 func TestReadOnlyRejectsWrites(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 	w, err := Open(dir)
 	if err != nil {
@@ -242,7 +241,7 @@ func TestReadOnlyRejectsWrites(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openTest(t)
 	empty := map[string]func() error{
 		"LatestRun": func() error { _, err := s.LatestRun(ctx); return err },
@@ -278,7 +277,7 @@ func TestNotFound(t *testing.T) {
 // TestForeignKeys checks that records of a run that does not exist are
 // refused, which proves foreign_keys is on.
 func TestForeignKeys(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	s := openTest(t)
 	tests := map[string]func() error{
 		"PutNode":     func() error { return s.PutNode(ctx, Node{RunID: "ghost", ID: "n"}) },

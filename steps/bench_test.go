@@ -32,7 +32,8 @@ func benchmarkPoll(b *testing.B, shadow map[string]string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The whole log, once docker has it all.
+	// The whole log, once docker has it all: its size the same twice,
+	// 100ms apart (so not testrig.Eventually, whose pause is shorter).
 	var size int64
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -59,14 +60,10 @@ func benchmarkPoll(b *testing.B, shadow map[string]string) {
 	poll() // starts the follower, if it can
 	if shadow == nil {
 		copyFile := filepath.Join(e.inst.Ref, jobsDir, id, followFile)
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-			if fi, err := os.Stat(copyFile); err == nil && fi.Size() == size {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatal("the follower did not copy the log within a minute")
-			}
-		}
+		testrig.Eventually(b, time.Minute, "the follower to copy the log", func() bool {
+			fi, err := os.Stat(copyFile)
+			return err == nil && fi.Size() == size
+		})
 	}
 	b.ResetTimer()
 	for b.Loop() {

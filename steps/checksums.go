@@ -3,19 +3,15 @@ package steps
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
 // hashScript prints "SHA256  ./PATH" for every regular file under from
-// (on the instance; symbolic links are neither followed nor hashed, as
-// uploads copy no link targets), the manifest at the top left out; it prints nothing
-// where sha256sum is missing.
+// (on the instance), the manifest at the top left out; it prints nothing
+// where sha256sum is missing (scripts/hash.sh).
 func hashScript(from string) string {
-	return fmt.Sprintf(`src=%s
-[ -d "$src" ] || exit %d
-command -v sha256sum >/dev/null 2>&1 || exit 0
-cd "$src" && find . -type f ! -path ./%s -print0 | xargs -0r sha256sum
-`, shellPath(from), exitNoSource, manifestName)
+	return script(Params{"tf_src": from, "tf_manifest": manifestName, "tf_exit_nosource": strconv.Itoa(exitNoSource)}, "home", "hash")
 }
 
 // parseHashes reads hashScript's output into path → sha256, keeping only

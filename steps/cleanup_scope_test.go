@@ -3,7 +3,9 @@ package steps
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
@@ -26,12 +28,12 @@ func TestCleanupScopedToInstance(t *testing.T) {
 	if err := e.steps.Cleanup(context.Background(), e.inst); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "instance a's job to stop", func() bool { return !groupAlive(t, pa) })
+	testrig.Eventually(t, 10*time.Second, "instance a's job to stop", func() bool { return !groupAlive(t, pa) })
 	if !groupAlive(t, pb) {
 		t.Fatal("stopping instance a's jobs stopped instance b's job on the same machine")
 	}
 	if err := e.steps.Cleanup(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "instance b's job to stop", func() bool { return !groupAlive(t, pb) })
+	testrig.Eventually(t, 10*time.Second, "instance b's job to stop", func() bool { return !groupAlive(t, pb) })
 }

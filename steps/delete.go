@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -108,9 +107,12 @@ type Container struct {
 // taoflow.run label, whatever the run: what `taoflow reap` looks through.
 // An instance without docker has none.
 func (s *Steps) LabelledContainers(ctx context.Context, inst platform.Instance) ([]Container, error) {
-	script := fmt.Sprintf("command -v docker >/dev/null 2>&1 || exit 0\ndocker ps -a --filter label=%s --format %s\n",
-		labelRun, shellquote.Quote(`{{.Names}} {{.State}} {{.Label "`+labelRun+`"}} owner={{.Label "`+labelOwner+`"}} instance={{.Label "`+labelInstance+`"}}`))
-	res, err := s.exec(ctx, inst, script, nil)
+	sc := script(Params{
+		"tf_label":  labelRun,
+		"tf_format": `{{.Names}} {{.State}} {{.Label "` + labelRun + `"}} owner={{.Label "` + labelOwner + `"}} instance={{.Label "` + labelInstance + `"}}`,
+		"tf_quiet":  "1",
+	}, "docker-labelled")
+	res, err := s.exec(ctx, inst, sc, nil)
 	if err != nil {
 		return nil, err
 	}

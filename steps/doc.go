@@ -2,18 +2,34 @@
 // instance through a platform.Platform: the ten step kinds of docs/design.md §5.
 //
 // It owns what is said to an instance and how its answers are read, so that
-// the engine only schedules and the platforms only transport. Every word
-// inserted into a script passes through shellquote.Quote, a leading ~/ is
-// written as "$HOME"/rest (never eval'd), and secrets reach a script only on
+// the engine only schedules and the platforms only transport. The remote
+// shell lives in scripts/*.sh (embedded, checked by shellcheck -s sh in
+// make lint), each file naming its parameters in its header; script()
+// (script.go) sends a prelude of quoted assignments (shellquote.Quote), so
+// no value is ever part of a script's text, and a list travels as one
+// parameter of quoted words that the script reads with eval set --
+// (words). A path's leading ~/ is read as $HOME by scripts/home.sh (never
+// eval'd), and secrets reach a script only on
 // Exec's stdin: a prelude reads one line per secret and exports it for that
 // one command (see secretEnv). No secret value is ever part of a script, an
 // argv, a log line written here or an error.
+//
+// The files: steps.go (Do, exec, errors), one file per step kind
+// (preflight.go, ngcauth.go, pull.go, run.go with progress.go and
+// metrics.go, upload.go with s3.go and checksums.go, delete.go), the job
+// runtimes (runtime.go; process.go; docker.go, the container runtime's
+// orchestration, and dockerstatus.go, the pure reading of what its poll
+// prints), script.go and scripts/, and preview.go (`taoflow plan
+// --commands`).
 //
 // Jobs (the `run` kind) go through a small runtime interface with verbs
 // submit, status (a batch of jobs, with their new log bytes and TAO progress,
 // in one round trip), cancel and cleanup. The process runtime supervises a
 // host process in a job directory ~/.taoflow/jobs/<job>/ on the instance
-// (cmd.sh, pid, log, rc, canceled). The docker runtime (docker.go) runs a
+// (cmd.sh, pid, log, rc, canceled), starting as few processes as it can:
+// builtins (read, kill, parameter expansion) wherever they give the same
+// answer, one date and one wc per poll for all jobs (BenchmarkProcessJob
+// counts them; docs/benchmarks.md). The docker runtime (docker.go) runs a
 // container named after the job, labelled tao-job=<job> and
 // taoflow.run=<run>: docker run -d (adopting a container that exists, by
 // name or label), one docker inspect per instance per poll for all its

@@ -46,7 +46,7 @@ func TestContainerEndToEnd(t *testing.T) {
 	}
 
 	stop := sampleCmdlines(reg.Password, s3.SecretKey)
-	log, err := e.do(context.Background(), plan.KindNGCAuth, with("registry", reg.Addr, "verify_image", ref))
+	log, err := e.do(t.Context(), plan.KindNGCAuth, with("registry", reg.Addr, "verify_image", ref))
 	if hits := stop(); len(hits) > 0 {
 		t.Errorf("the key was on a command line during the login: %q", hits)
 	}
@@ -70,7 +70,7 @@ func TestContainerEndToEnd(t *testing.T) {
 	}
 
 	recorded := map[string]string{}
-	log, err = e.do(context.Background(), plan.KindPull, with("image", ref), func(r *Request) { r.Record = func(k, v string) { recorded[k] = v } })
+	log, err = e.do(t.Context(), plan.KindPull, with("image", ref), func(r *Request) { r.Record = func(k, v string) { recorded[k] = v } })
 	check("pull", log, err)
 	digest := recorded[RecordDigest]
 	if recorded[RecordImage] != ref || !strings.HasPrefix(digest, reg.Addr+"/taoflow/trainer@sha256:") {
@@ -88,7 +88,7 @@ func TestContainerEndToEnd(t *testing.T) {
 	if !strings.Contains(log.String(), "launched container "+job) {
 		t.Errorf("run log:\n%s", log)
 	}
-	wlog, prog, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: job, Image: ref, Results: "~/results"})
+	wlog, prog, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: job, Image: ref, Results: "~/results"})
 	check("wait", wlog, err)
 	if os.Getenv("TAOFLOW_SHOW_LOGS") != "" {
 		t.Logf("run log:\n%s\nwait log:\n%s", log, wlog)
@@ -125,7 +125,7 @@ func TestContainerEndToEnd(t *testing.T) {
 		t.Errorf("docker image inspect %s (err %v) holds the key", ref, err)
 	}
 
-	log, err = e.do(context.Background(), plan.KindUploadS3, with("from", "~/results", "to", "s3://"+bucket+"/"+e.run+"/a",
+	log, err = e.do(t.Context(), plan.KindUploadS3, with("from", "~/results", "to", "s3://"+bucket+"/"+e.run+"/a",
 		"endpoint_url", s3.Endpoint, "region", s3.Region))
 	check("upload-s3", log, err)
 	got := s3.List(t, bucket, e.run+"/a/")
@@ -153,7 +153,7 @@ func TestContainerEndToEnd(t *testing.T) {
 	}
 
 	var released int
-	log, err = e.do(context.Background(), plan.KindDelete, nil, func(r *Request) {
+	log, err = e.do(t.Context(), plan.KindDelete, nil, func(r *Request) {
 		r.Release = func(ctx context.Context, force bool) error {
 			released++
 			return e.local.Delete(ctx, e.inst)
@@ -204,7 +204,7 @@ func TestNGCAuthFails(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newDockerEnv(t, nil, func(c *Config) { c.Secrets = testSecrets(t, "NGC_KEY", tt.key) })
-			log, err := e.do(context.Background(), plan.KindNGCAuth, tt.with)
+			log, err := e.do(t.Context(), plan.KindNGCAuth, tt.with)
 			se := stepError(t, err)
 			if se.Class != tt.wantClass {
 				t.Errorf("error = %v, want class %q\nlog:\n%s", err, tt.wantClass, log)
@@ -274,7 +274,7 @@ func TestContainerOutcomes(t *testing.T) {
 			if slices.Contains(tt.with, any("image")) {
 				pairs = tt.with
 			}
-			log, err := e.do(context.Background(), plan.KindRun, with(pairs...), func(r *Request) { r.JobID = id })
+			log, err := e.do(t.Context(), plan.KindRun, with(pairs...), func(r *Request) { r.JobID = id })
 			if tt.runClass != "" {
 				se := stepError(t, err)
 				if se.Class != tt.runClass || se.Code != tt.wantCode || !strings.Contains(se.Msg, tt.wantMsg) {
@@ -288,7 +288,7 @@ func TestContainerOutcomes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, log)
 			}
-			wlog, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id, Image: image})
+			wlog, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id, Image: image})
 			if tt.wantClass == "" {
 				if err != nil {
 					t.Fatalf("wait: %v\n%s", err, wlog)
@@ -328,7 +328,7 @@ func TestContainerCancel(t *testing.T) {
 			e := newDockerEnv(t, nil)
 			id := e.job("train")
 			e.runContainer(t, id, "image", image, "command", tt.command)
-			ctx, cancel := context.WithCancelCause(context.Background())
+			ctx, cancel := context.WithCancelCause(t.Context())
 			defer cancel(nil)
 			cause := errors.New("user pressed Ctrl-C")
 			var w *plan.Value
@@ -343,7 +343,7 @@ func TestContainerCancel(t *testing.T) {
 					Jobs: []Job{{ID: id, Image: image}}, Log: log, Progress: prog.add,
 				})
 			}()
-			waitFor(t, "the trainer to hang", func() bool { return strings.Contains(log.String(), "trainer: hanging") })
+			testrig.Eventually(t, 10*time.Second, "the trainer to hang", func() bool { return strings.Contains(log.String(), "trainer: hanging") })
 			if tt.timeout == "" {
 				cancel(cause)
 			}
@@ -363,7 +363,7 @@ func TestContainerCancel(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(e.jobDir(id), "canceled")); err != nil {
 				t.Errorf("no cancel marker: %v", err)
 			}
-			_, _, err = e.waitJobs(context.Background(), e.steps, nil, Job{ID: id, Image: image})
+			_, _, err = e.waitJobs(t.Context(), e.steps, nil, Job{ID: id, Image: image})
 			if se := stepError(t, err); se.Class != ClassCanceled {
 				t.Errorf("wait after the cancel = %v, want canceled", err)
 			}
@@ -388,7 +388,7 @@ func TestContainerVanished(t *testing.T) {
 	})
 	id = e.job("train")
 	e.runContainer(t, id, "image", image, "command", "-epochs 1 -sleep 1ms -hang")
-	log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id, Image: image})
+	log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id, Image: image})
 	se := stepError(t, err)
 	if se.Class != ClassVanished || !strings.Contains(se.Msg, "no container named "+id+" or labelled tao-job="+id) {
 		t.Errorf("wait = %v, want job vanished after the label lookup\nlog:\n%s", err, log)
@@ -411,7 +411,7 @@ func TestContainerAdopt(t *testing.T) {
 	if l := run(); !strings.Contains(l, "adopted existing container "+id) || count() != 1 {
 		t.Errorf("second run (%d containers):\n%s", count(), l)
 	}
-	if log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id, Image: image}); err != nil {
+	if log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id, Image: image}); err != nil {
 		t.Fatalf("wait: %v\n%s", err, log)
 	}
 	if l := run(); !strings.Contains(l, "adopted existing container") || count() != 1 {
@@ -423,7 +423,7 @@ func TestContainerAdopt(t *testing.T) {
 	if l := run(); !strings.Contains(l, "adopted existing container") || count() != 1 {
 		t.Errorf("run after a rename (%d containers):\n%s", count(), l)
 	}
-	_, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id, Image: image})
+	_, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id, Image: image})
 	if se := stepError(t, err); se.Class != ClassVanished || !strings.Contains(se.Msg, "now named "+id+"-renamed") {
 		t.Errorf("wait on a renamed container = %v", err)
 	}
@@ -449,17 +449,20 @@ func TestContainerPollBatches(t *testing.T) {
 	var perPoll []int     // docker inspect runs during each poll
 	var jobsPerPoll []int // jobs each poll asked about
 	counting := false
+	jobPrefix := "" // set once the run is known, before counting starts
 	e := newDockerEnv(t, func(p platform.Platform) platform.Platform {
 		return &countPlatform{Platform: p, after: func(script string, before int) {
 			mu.Lock()
 			defer mu.Unlock()
 			if counting && isPoll(script) {
 				perPoll = append(perPoll, inspects()-before)
-				jobsPerPoll = append(jobsPerPoll, strings.Count(script, "\ntf_poll "))
+				// Each job's id is in the poll's tf_probes once.
+				jobsPerPoll = append(jobsPerPoll, strings.Count(script, jobPrefix))
 			}
 		}, count: inspects}
 	})
 	const n = 20
+	jobPrefix = plan.JobPrefix(e.run) + "train."
 	jobs := make([]Job, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
@@ -477,7 +480,7 @@ func TestContainerPollBatches(t *testing.T) {
 	mu.Lock()
 	counting = true
 	mu.Unlock()
-	log, _, err := e.waitJobs(context.Background(), e.steps, with("interval", "100ms"), jobs...)
+	log, _, err := e.waitJobs(t.Context(), e.steps, with("interval", "100ms"), jobs...)
 	if err != nil {
 		t.Fatalf("wait: %v\n%s", err, log)
 	}
@@ -555,7 +558,7 @@ func TestContainerLogFollower(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(dir, "docker.*")); len(left) > 0 {
 		t.Errorf("log copies left after cleanup: %q", left)
 	}
-	waitFor(t, "the follower to end", func() bool {
+	testrig.Eventually(t, 10*time.Second, "the follower to end", func() bool {
 		stop := sampleCmdlines("logs\x00-f\x00" + id)
 		time.Sleep(5 * time.Millisecond)
 		return len(stop()) == 0
@@ -572,7 +575,7 @@ func TestContainerLogWithoutFollower(t *testing.T) {
 	id := e.job("train")
 	e.runContainer(t, id, "image", image, "command", "-epochs 4 -sleep 50ms -wait-for /gate")
 	gated := openGateAfter(t, id, func() bool { return inspectPolls(calls()) >= 5 })
-	log, _, err := e.waitJobs(context.Background(), e.steps, with("interval", "100ms"), Job{ID: id, Image: image})
+	log, _, err := e.waitJobs(t.Context(), e.steps, with("interval", "100ms"), Job{ID: id, Image: image})
 	if err != nil {
 		t.Fatalf("wait: %v\n%s", err, log)
 	}
@@ -603,7 +606,7 @@ func TestContainerLogCreatedThenStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := e.steps.runtimeFor(image)
-	obs, err := rt.status(context.Background(), e.inst, []probe{{ID: id}})
+	obs, err := rt.status(t.Context(), e.inst, []probe{{ID: id}})
 	if err != nil || obs[0].State != stateRunning || len(obs[0].Log) != 0 {
 		t.Fatalf("created container: %v %+v", err, obs)
 	}
@@ -611,7 +614,7 @@ func TestContainerLogCreatedThenStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitExited(t, id)
-	obs, err = rt.status(context.Background(), e.inst, []probe{{ID: id}})
+	obs, err = rt.status(t.Context(), e.inst, []probe{{ID: id}})
 	if err != nil || obs[0].State != stateExited || !strings.Contains(string(obs[0].Log), "Epoch 2/2") {
 		t.Errorf("after it ran: %v, state %v, log %q", err, obs[0].State, obs[0].Log)
 	}
@@ -710,7 +713,7 @@ func TestContainerFastFailures(t *testing.T) {
 	e := newDockerEnv(t, nil)
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			log, err := e.do(context.Background(), tt.uses, tt.with, func(r *Request) { r.JobID = e.job("s"); r.Jobs = tt.jobs })
+			log, err := e.do(t.Context(), tt.uses, tt.with, func(r *Request) { r.JobID = e.job("s"); r.Jobs = tt.jobs })
 			se := stepError(t, err)
 			if se.Class != tt.wantClass || !strings.Contains(se.Msg, tt.wantMsg) {
 				t.Errorf("error = %v, want class %q with %q\nlog:\n%s", err, tt.wantClass, tt.wantMsg, log)

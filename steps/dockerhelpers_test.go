@@ -86,7 +86,7 @@ func (e *dockerEnv) do(ctx context.Context, uses string, w *plan.Value, mod ...f
 // runContainer launches image with the given with: pairs as job id.
 func (e *dockerEnv) runContainer(t testing.TB, id string, pairs ...any) *logBuf {
 	t.Helper()
-	log, err := e.do(context.Background(), plan.KindRun, with(pairs...), func(r *Request) { r.JobID = id })
+	log, err := e.do(t.Context(), plan.KindRun, with(pairs...), func(r *Request) { r.JobID = id })
 	if err != nil {
 		t.Fatalf("run %s: %v\nlog:\n%s", id, err, log)
 	}
@@ -112,7 +112,7 @@ func containers(t *testing.T, labels ...string) []string {
 // waitExited waits until container name has exited.
 func waitExited(t *testing.T, name string) {
 	t.Helper()
-	waitFor(t, "container "+name+" to exit", func() bool {
+	testrig.Eventually(t, 10*time.Second, "container "+name+" to exit", func() bool {
 		out, _ := testrig.Docker(t, "inspect", "--format", "{{.State.Status}}", name)
 		return out == "exited"
 	})
@@ -208,20 +208,16 @@ auth: {htpasswd: {realm: taoflow-test, path: %s}}
 		<-done
 	})
 	backend := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(backend + "/v2/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusUnauthorized {
-				break
-			}
+	if !testrig.Within(15*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = http.Get(backend + "/v2/"); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("the registry did not answer on %s: %v\n%s", backend, err, b)
-		}
-		time.Sleep(25 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusUnauthorized
+	}) {
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("the registry did not answer on %s: %v\n%s", backend, err, b)
 	}
 	u, _ := url.Parse(backend)
 	proxy := httputil.NewSingleHostReverseProxy(u)
@@ -376,13 +372,8 @@ func openGateAfter(t *testing.T, id string, ready func() bool) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		deadline := time.Now().Add(time.Minute)
-		for !ready() {
-			if time.Now().After(deadline) {
-				t.Errorf("the gate of %s opened after a minute without the condition", id)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !testrig.Within(time.Minute, ready) {
+			t.Errorf("the gate of %s opened after a minute without the condition", id)
 		}
 		if out, err := exec.Command("docker", "cp", gate, id+":/gate").CombinedOutput(); err != nil {
 			t.Errorf("docker cp gate: %v: %s", err, out)

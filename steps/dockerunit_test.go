@@ -80,40 +80,72 @@ func TestArgvSplit(t *testing.T) {
 	}
 }
 
+// TestRunArgs runs the submit script with a fake docker that records
+// docker run's arguments: each option and value arrives as one word,
+// volumes on ~ under $HOME (and their host directories made), the
+// command split by the shell as written, with globbing off.
 func TestRunArgs(t *testing.T) {
 	s := New(Config{RunID: "r1", Owner: "laptop:42"})
 	d := s.docker.(*docker)
 	tests := map[string]struct {
 		spec jobSpec
-		want string
+		want []string
+		dirs []string // host directories made, under $HOME
 	}{
 		"minimal": {
 			spec: jobSpec{ID: "tf-r1-t-a", Image: "img:1"},
-			want: `-d --name tf-r1-t-a --label tao-job=tf-r1-t-a --label taoflow.run=r1 --label taoflow.owner=laptop:42 img:1`,
+			want: []string{"-d", "--name", "tf-r1-t-a", "--label", "tao-job=tf-r1-t-a", "--label", "taoflow.run=r1", "--label", "taoflow.owner=laptop:42", "img:1"},
 		},
 		"everything": {
 			spec: jobSpec{
 				ID: "tf-r1-t-c0", Instance: "gpu0", Image: "nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt",
-				Command: "visual_changenet train lr='0.1'", GPUs: "device=0,1",
-				Volumes: []string{"~/data:/data:ro", "~:/home", "/scratch:/s", "cache:/cache", "/anon"},
+				Command: "visual_changenet train lr='0.1 x' *", GPUs: "device=0,1",
+				Volumes: []string{"~/data:/data:ro", "~:/home", "cache:/cache", "/anon", "~/x"},
 				Env:     []string{"NGC_KEY", "HF_TOKEN", "NGC_KEY"}, Workdir: "/w s", IPC: "host", ShmSize: "16g", Memory: "64g", User: "1000:1000",
 			},
-			want: `-d --name tf-r1-t-c0 --label tao-job=tf-r1-t-c0 --label taoflow.run=r1 --label taoflow.instance=gpu0 --label taoflow.owner=laptop:42 --gpus '"device=0,1"'` +
-				` -v "$HOME"/data:/data:ro -v "$HOME":/home -v /scratch:/s -v cache:/cache -v /anon` +
-				` -e NGC_KEY -e HF_TOKEN -w '/w s' --ipc host --shm-size 16g --memory 64g --user 1000:1000` +
-				` nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt visual_changenet train lr='0.1'`,
+			want: []string{"-d", "--name", "tf-r1-t-c0", "--label", "tao-job=tf-r1-t-c0", "--label", "taoflow.run=r1", "--label", "taoflow.instance=gpu0", "--label", "taoflow.owner=laptop:42", "--gpus", `"device=0,1"`,
+				"-v", "HOME/data:/data:ro", "-v", "HOME:/home", "-v", "cache:/cache", "-v", "/anon", "-v", "~/x",
+				"-e", "NGC_KEY", "-e", "HF_TOKEN", "-w", "/w s", "--ipc", "host", "--shm-size", "16g", "--memory", "64g", "--user", "1000:1000",
+				"nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt", "visual_changenet", "train", "lr=0.1 x", "*"},
+			dirs: []string{"data"},
 		},
-		"gpus all":  {spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", GPUs: "all"}, want: `-d --name j --label tao-job=j --label taoflow.run=r1 --label taoflow.instance=gpu0 --label taoflow.owner=laptop:42 --gpus all i`},
-		"gpus none": {spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", GPUs: "0"}, want: `-d --name j --label tao-job=j --label taoflow.run=r1 --label taoflow.instance=gpu0 --label taoflow.owner=laptop:42 i`},
+		"gpus all":  {spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", GPUs: "all"}, want: []string{"-d", "--name", "j", "--label", "tao-job=j", "--label", "taoflow.run=r1", "--label", "taoflow.instance=gpu0", "--label", "taoflow.owner=laptop:42", "--gpus", "all", "i"}},
+		"gpus none": {spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", GPUs: "0"}, want: []string{"-d", "--name", "j", "--label", "tao-job=j", "--label", "taoflow.run=r1", "--label", "taoflow.instance=gpu0", "--label", "taoflow.owner=laptop:42", "i"}},
 		"odd volume": {
-			spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", Volumes: []string{"~/a b/$(x):/in"}},
-			want: `-d --name j --label tao-job=j --label taoflow.run=r1 --label taoflow.instance=gpu0 --label taoflow.owner=laptop:42 -v "$HOME"/'a b/$(x)':/in i`,
+			spec: jobSpec{ID: "j", Instance: "gpu0", Image: "i", Volumes: []string{"~/a b/$(touch pwned):/in"}},
+			want: []string{"-d", "--name", "j", "--label", "tao-job=j", "--label", "taoflow.run=r1", "--label", "taoflow.instance=gpu0", "--label", "taoflow.owner=laptop:42", "-v", "HOME/a b/$(touch pwned):/in", "i"},
+			dirs: []string{"a b/$(touch pwned)"},
 		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := d.runArgs(tt.spec); got != tt.want {
-				t.Errorf("runArgs:\n got %s\nwant %s", got, tt.want)
+			dir, home := t.TempDir(), t.TempDir()
+			// inspect and ps find nothing; run records its arguments.
+			fake := "#!/bin/sh\ncase $1 in\ninspect) exit 1;;\nps) exit 0;;\nrun) shift; printf '%s\\n' \"$@\" > \"$OUT\"; echo cid;;\nesac\n"
+			if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(fake), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("/bin/sh", "-c", d.submitScript(tt.spec))
+			cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin", "OUT=" + filepath.Join(dir, "args"), "HOME=" + home}
+			cmd.Dir = home
+			if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "launched cid" {
+				t.Fatalf("%v: %s", err, out)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "args"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Split(strings.TrimSuffix(strings.ReplaceAll(string(b), home, "HOME"), "\n"), "\n")
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("docker run's arguments (-want +got):\n%s", diff)
+			}
+			for _, sub := range tt.dirs {
+				if fi, err := os.Stat(filepath.Join(home, sub)); err != nil || !fi.IsDir() {
+					t.Errorf("host directory %s was not made: %v", sub, err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(home, "pwned")); err == nil {
+				t.Errorf("a volume's text ran as a command")
 			}
 		})
 	}

@@ -160,7 +160,7 @@ func localDiskFull(err error) string {
 // command is stopped).
 func (s *Steps) streamInto(ctx context.Context, st platform.Streamer, inst platform.Instance, from, dir string) (got tree, sums map[string]string, res platform.Result, xerr, err error) {
 	sc := privatePrelude + script(Params{"src": from}, "fetch")
-	wait := transientBackoff
+	wait := s.cfg.TransientBackoff
 	for try := 1; ; try++ {
 		runCtx, stop := context.WithCancelCause(ctx)
 		// An *os.File as the command's stdout: the transport writes into

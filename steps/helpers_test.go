@@ -94,18 +94,6 @@ func groupAlive(t *testing.T, pgid int) bool {
 	return len(testrig.GroupMembers(pgid)) > 0
 }
 
-// waitFor polls cond until it holds, failing the test after 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // with builds a with: mapping from key, value pairs: a string, int, bool
 // or []string value.
 func with(pairs ...any) *plan.Value {
@@ -174,7 +162,7 @@ func (p *progress) get() []string {
 func (e *env) runJob(t *testing.T, s *Steps, id string, w *plan.Value) *logBuf {
 	t.Helper()
 	log := &logBuf{}
-	err := s.Do(context.Background(), Request{
+	err := s.Do(t.Context(), Request{
 		NodeID: "train@a", Step: &plan.Step{ID: "train", Uses: plan.KindRun},
 		Instance: e.inst, With: w, JobID: id, Log: log,
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -39,16 +40,9 @@ const maxMetricBytes = 4 << 20
 
 // metricsScript prints, for each status.json or *.jsonl file in a results
 // directory (three levels deep at most, 20 files), "@file PATH" and its
-// last maxMetricBytes/20 bytes.
+// last maxMetricBytes/20 bytes (scripts/metrics.sh).
 func metricsScript(results string) string {
-	return fmt.Sprintf(`r=%s
-[ -d "$r" ] || exit 0
-find "$r" -maxdepth 3 -type f \( -name status.json -o -name '*.jsonl' \) 2>/dev/null | LC_ALL=C sort | head -n 20 | while IFS= read -r f; do
-	printf '@file %%s\n' "$f"
-	tail -c %d "$f"
-	echo
-done
-`, shellPath(results), maxMetricBytes/20)
+	return script(Params{"tf_results": results, "tf_bytes": strconv.Itoa(maxMetricBytes / 20)}, "home", "metrics")
 }
 
 // parseMetrics reads the JSON lines metricsScript printed.

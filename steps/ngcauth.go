@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -19,24 +18,24 @@ const (
 )
 
 // loginScript logs the instance's docker in to registry as user with the
-// secret named key, which the prelude has exported: printf is a shell
-// builtin, so the key goes from the shell's memory into docker's stdin and
-// is on no command line. The user name is single-quoted, so that
-// $oauthtoken reaches docker as it is written.
+// secret named key, which the prelude has exported (scripts/login.sh):
+// the key goes from the shell's memory into docker's stdin and is on no
+// command line, and the user name, a parameter, reaches docker as it is
+// written ($oauthtoken).
 func loginScript(registry, user, key string) string {
-	return dockerCheck + fmt.Sprintf("printf '%%s' \"$%s\" | docker login %s -u %s --password-stdin\n",
-		key, shellquote.Quote(registry), shellquote.Quote(user))
+	return dockerScript(Params{"tf_registry": registry, "tf_user": user, "tf_key": key}, "login")
 }
 
 // manifestScript checks that the logged-in docker may read image, without
-// pulling it. A registry on a loopback address is reached over plain HTTP
-// (--insecure), as the Docker engine allows by default.
+// pulling it (scripts/manifest-inspect.sh). A registry on a loopback
+// address is reached over plain HTTP (--insecure), as the Docker engine
+// allows by default.
 func manifestScript(image string) string {
-	insecure := ""
+	insecure := "0"
 	if loopbackRegistry(image) {
-		insecure = "--insecure "
+		insecure = "1"
 	}
-	return dockerCheck + fmt.Sprintf("DOCKER_CLI_EXPERIMENTAL=enabled docker manifest inspect %s%s > /dev/null\n", insecure, shellquote.Quote(image))
+	return dockerScript(Params{"tf_image": image, "tf_insecure": insecure}, "manifest-inspect")
 }
 
 // ngcParams reads and checks the with: of an ngc-auth step, defaults

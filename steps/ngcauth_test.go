@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -40,7 +39,7 @@ func TestNGCAuthUnreachable(t *testing.T) {
 			registry := tt.registry(t)
 			const key = "nvapi-fake-" + "k3yk3yk3yk3yk3yk3yk3y"
 			e := newDockerEnv(t, nil, func(c *Config) { c.Secrets = testSecrets(t, "NGC_KEY", key) })
-			log, err := e.do(context.Background(), plan.KindNGCAuth, with("registry", registry))
+			log, err := e.do(t.Context(), plan.KindNGCAuth, with("registry", registry))
 			se := stepError(t, err)
 			if se.Class != ClassRegistryUnreachable {
 				t.Errorf("error = %v, want class %q\nlog:\n%s", err, ClassRegistryUnreachable, log)

@@ -16,7 +16,9 @@ const (
 	defaultReadyTimeout  = 10 * time.Minute
 )
 
-// probeScript is the readiness probe: two words, answered by any shell.
+// probeScript is the readiness probe: two words, answered by any shell,
+// sent as they are (no prelude, no file under scripts/: it creates
+// nothing and must work on an instance that has just booted).
 const probeScript = "echo ok"
 
 // preflight waits until the instance runs commands, then checks Docker and
@@ -117,11 +119,12 @@ func (s *Steps) checkDocker(ctx context.Context, req Request) error {
 	return nil
 }
 
-// dockerInfoScript checks that docker works.
-const dockerInfoScript = "docker info > /dev/null"
+// dockerInfoScript checks that docker works (scripts/docker-info.sh).
+var dockerInfoScript = script(nil, "docker-info")
 
-// gpuScript lists the GPUs, exiting 127 when there is no nvidia-smi.
-const gpuScript = "command -v nvidia-smi > /dev/null 2>&1 || exit 127\nnvidia-smi -L"
+// gpuScript lists the GPUs, exiting 127 when there is no nvidia-smi
+// (scripts/gpus.sh).
+var gpuScript = script(nil, "gpus")
 
 // checkGPUs counts the GPUs nvidia-smi -L lists, requires at least want
 // (why says what for), and records the count (RecordGPUs) for

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +69,7 @@ func TestPreflight(t *testing.T) {
 			}
 			e := newEnv(t)
 			log := &logBuf{}
-			err := e.steps.Do(context.Background(), Request{
+			err := e.steps.Do(t.Context(), Request{
 				Step: &plan.Step{ID: "preflight", Uses: plan.KindPreflight}, Instance: e.inst, With: tt.with, Log: log,
 			})
 			if tt.wantClass == "" {
@@ -108,7 +107,7 @@ func TestPreflightDockerDefault(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, func(c *Config) { c.Plan = tt.plan })
-			err := e.steps.Do(context.Background(), Request{
+			err := e.steps.Do(t.Context(), Request{
 				Step: &plan.Step{ID: "preflight", Uses: plan.KindPreflight}, Instance: e.inst,
 			})
 			if ClassOf(err) != tt.wantClass {
@@ -122,7 +121,7 @@ func TestPreflightNotReachable(t *testing.T) {
 	e := newEnv(t)
 	gone := platform.Instance{Name: "gone", Ref: filepath.Join(t.TempDir(), "missing")}
 	log := &logBuf{}
-	err := e.steps.Do(context.Background(), Request{
+	err := e.steps.Do(t.Context(), Request{
 		Step: &plan.Step{ID: "preflight", Uses: plan.KindPreflight}, Instance: gone, Log: log,
 		With: with("interval", "20ms", "ready_timeout", "200ms", "docker", false),
 	})

@@ -123,7 +123,6 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 // on the instance already).
 func (s *Steps) withSecrets(what, script string, names []string) Command {
 	c := Command{What: what}
-	var prelude strings.Builder
 	seen := map[string]bool{}
 	if s.cfg.Plan != nil {
 		for _, n := range s.cfg.Plan.Platform.InstanceEnv {
@@ -135,10 +134,9 @@ func (s *Steps) withSecrets(what, script string, names []string) Command {
 			continue
 		}
 		seen[n] = true
-		prelude.WriteString(readSecret(n))
 		c.Stdin = append(c.Stdin, n)
 	}
-	c.Script = prelude.String() + script
+	c.Script = readSecrets(c.Stdin) + script
 	return c
 }
 

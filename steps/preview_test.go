@@ -66,7 +66,7 @@ func TestPreviewIsWhatRuns(t *testing.T) {
 			t.Fatalf("%s: Preview: %v", req.NodeID, err)
 		}
 		rec.scripts, rec.stdins = nil, nil
-		if err := s.Do(context.Background(), req); err != nil {
+		if err := s.Do(t.Context(), req); err != nil {
 			t.Fatalf("%s: Do: %v", req.NodeID, err)
 		}
 		// Every previewed command was sent, in order (a repeated one, such

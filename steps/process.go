@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
@@ -28,7 +27,6 @@ const (
 	exitJobDir  = 90 // cannot create the job directory
 	exitWorkdir = 91 // the working directory does not exist
 	exitSetsid  = 92 // setsid is missing
-	exitNoPid   = 93 // the job did not write its pid in time
 )
 
 // process is the runtime of host-process jobs. A job is a directory
@@ -39,12 +37,15 @@ const (
 //	started   the start time, Unix seconds
 //	pid       the supervisor's pid, which is also the job's process group
 //	log       the command's stdout and stderr
-//	rc        the exit code, written (temp file + mv) when the job ends
+//	rc        the exit code, written in one write when the job ends (an
+//	          rc still empty while the supervisor lives reads as running)
 //	canceled  present when taoflow canceled the job
 //
-// The supervisor is a shell in its own session (setsid), detached from the
-// Exec that launched it; it runs cmd.sh, catches TERM so that it outlives
-// its child, and writes rc.
+// The supervisor (scripts/proc-supervisor.sh) is a shell in its own
+// session (setsid), detached from the Exec that launched it; it runs
+// cmd.sh, catches TERM so that it outlives its child, and writes rc. The
+// launcher writes started and pid ($!, the supervisor: setsid execs it
+// without a fork of its own) itself, so that it waits for nothing.
 type process struct {
 	s *Steps
 	// termGrace is how long a canceled job has between TERM and KILL.
@@ -56,29 +57,15 @@ type process struct {
 const defaultTermGrace = 5 * time.Second
 
 // funcs returns the shared process functions (scripts/procfuncs.sh)
-// with the TERM grace set.
-func (p *process) funcs() string {
+// with the TERM grace set, followed by the named scripts with params.
+func (p *process) funcs(params Params, names ...string) string {
 	tenths := max(1, int((p.termGrace+99*time.Millisecond)/(100*time.Millisecond)))
-	return script(Params{"tf_limit": strconv.Itoa(tenths)}, "procfuncs")
+	params["tf_limit"] = strconv.Itoa(tenths)
+	params["tf_jobs"] = jobsDir
+	return script(params, append([]string{"procfuncs"}, names...)...)
 }
 
 var _ runtime = (*process)(nil)
-
-// supervisor is the detached shell that runs a job; $1 is its directory.
-const supervisor = `d=$1
-: > "$d/log"
-date +%s > "$d/started"
-echo $$ > "$d/pid.tmp" && mv -f "$d/pid.tmp" "$d/pid"
-trap : TERM INT HUP
-sh "$d/cmd.sh" > "$d/log" 2>&1 < /dev/null
-rc=$?
-echo "$rc" > "$d/rc.tmp" && mv -f "$d/rc.tmp" "$d/rc"
-`
-
-// jobDir is the job directory of id as a shell word.
-func jobDir(id string) string {
-	return `"$HOME"/` + shellquote.Quote(jobsDir+"/"+id)
-}
 
 // workdirName names a job's working directory in messages: "" is the
 // home directory.
@@ -89,39 +76,21 @@ func workdirName(dir string) string {
 	return dir
 }
 
-// submitScript is the script that launches spec (after the secret prelude).
+// submitScript is the script that launches spec (after the secret
+// prelude): scripts/proc-submit.sh, which starts scripts/proc-supervisor.sh.
 func (p *process) submitScript(spec jobSpec) string {
-	workdir := `"$HOME"`
-	if spec.Workdir != "" {
-		workdir = shellPath(spec.Workdir)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "jobs=\"$HOME\"/%s\n", shellquote.Quote(jobsDir))
-	fmt.Fprintf(&b, "d=%s\n", jobDir(spec.ID))
-	fmt.Fprintf(&b, `mkdir -p "$jobs" || { echo "cannot create $jobs" >&2; exit %[1]d; }
-if ! mkdir "$d" 2>/dev/null; then
-	[ -d "$d" ] || { echo "cannot create the job directory $d" >&2; exit %[1]d; }
-	i=0
-	while [ ! -f "$d/pid" ] && [ ! -f "$d/rc" ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-	if [ -f "$d/pid" ] || [ -f "$d/rc" ]; then echo "adopted $(cat "$d/pid" 2>/dev/null)"; exit 0; fi
-	rm -f "$d/log" "$d/started" "$d/canceled"
-fi
-`, exitJobDir)
-	fmt.Fprintf(&b, "printf %%s %s > \"$d/run\" || exit %d\n", shellquote.Quote(p.s.cfg.RunID), exitJobDir)
-	// The plan instance it runs for: two plan instances can be one machine
-	// (two ssh aliases of one box), and cleanup stops only its own.
-	fmt.Fprintf(&b, "printf %%s %s > \"$d/instance\" || exit %d\n", shellquote.Quote(spec.Instance), exitJobDir)
-	fmt.Fprintf(&b, "printf '%%s\\n' %s > \"$d/cmd.sh\" || exit %d\n", shellquote.Quote(spec.Command), exitJobDir)
-	fmt.Fprintf(&b, "cd %s 2>/dev/null || { echo %s >&2; rm -rf \"$d\"; exit %d; }\n",
-		workdir, shellquote.Quote("working directory "+workdirName(spec.Workdir)+" does not exist on the instance"), exitWorkdir)
-	fmt.Fprintf(&b, "command -v setsid >/dev/null 2>&1 || { echo 'setsid is not installed on the instance (util-linux)' >&2; rm -rf \"$d\"; exit %d; }\n", exitSetsid)
-	fmt.Fprintf(&b, "setsid sh -c %s taoflow-job \"$d\" < /dev/null > /dev/null 2>&1 &\n", shellquote.Quote(supervisor))
-	fmt.Fprintf(&b, `i=0
-while [ ! -f "$d/pid" ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -f "$d/pid" ] || { echo "the job did not start within 10s" >&2; exit %d; }
-echo "launched $(cat "$d/pid")"
-`, exitNoPid)
-	return b.String()
+	return p.funcs(Params{
+		"tf_job":          spec.ID,
+		"tf_run":          p.s.cfg.RunID,
+		"tf_instance":     spec.Instance,
+		"tf_cmd":          spec.Command,
+		"tf_workdir":      spec.Workdir,
+		"tf_workdir_msg":  "working directory " + workdirName(spec.Workdir) + " does not exist on the instance",
+		"tf_supervisor":   script(nil, "proc-supervisor"),
+		"tf_exit_jobdir":  strconv.Itoa(exitJobDir),
+		"tf_exit_workdir": strconv.Itoa(exitWorkdir),
+		"tf_exit_setsid":  strconv.Itoa(exitSetsid),
+	}, "home", "proc-submit")
 }
 
 func (p *process) submit(ctx context.Context, inst platform.Instance, spec jobSpec) (launch, error) {
@@ -152,61 +121,18 @@ func (p *process) submit(ctx context.Context, inst platform.Instance, spec jobSp
 	return l, nil
 }
 
-// statusScript observes probes in one script: for each, a header line
+// statusScript observes probes in one script (scripts/proc-status.sh):
+// for each, a header line
 //
 //	@job INDEX STATE CODE CANCELED AGE SIZE N
 //
 // then N log bytes, then "@status LINE".
 func (p *process) statusScript(probes []probe) string {
-	var b strings.Builder
-	b.WriteString(p.funcs())
-	fmt.Fprintf(&b, `tf_poll() {
-	d="$HOME"/%s/$2
-	state=missing code=0 canceled=0 age=0 size=0 n=0
-	if [ -d "$d" ]; then
-		if [ -f "$d/rc" ]; then
-			state=exited
-		elif tf_pid "$d"; then
-			if tf_alive "$tf_p"; then
-				state=running
-			elif [ -f "$d/rc" ]; then
-				state=exited
-			else
-				state=vanished
-				tf_group "$tf_p" && kill -KILL -"$tf_p" 2>/dev/null
-			fi
-		fi
-		if [ "$state" = exited ]; then
-			code=$(cat "$d/rc" 2>/dev/null)
-			case $code in ''|*[!0-9]*) code=-1;; esac
-		fi
-		[ -f "$d/canceled" ] && canceled=1
-		s=$(cat "$d/started" 2>/dev/null)
-		case $s in ''|*[!0-9]*) ;; *) age=$(( $(date +%%s) - s ));; esac
-		if [ -f "$d/log" ]; then
-			size=$(wc -c < "$d/log" | tr -dc 0-9)
-			n=$(( ${size:-0} - $3 ))
-			[ "$n" -lt 0 ] && n=0
-			[ "$n" -gt %d ] && n=%d
-		fi
-	fi
-	printf '@job %%s %%s %%s %%s %%s %%s %%s\n' "$1" "$state" "$code" "$canceled" "$age" "${size:-0}" "$n"
-	[ "$n" -gt 0 ] && tail -c +$(( $3 + 1 )) "$d/log" | head -c "$n"
-	st=
-	if [ -n "$4" ] && [ -f "$4/status.json" ] && ! [ "$d/pid" -nt "$4/status.json" ]; then
-		st=$(tail -n 1 "$4/status.json" | head -c 4096 | tr -d '\r\n')
-	fi
-	printf '@status %%s\n' "$st"
-}
-`, shellquote.Quote(jobsDir), logChunk, logChunk)
-	for i, pr := range probes {
-		results := "''"
-		if pr.Results != "" {
-			results = shellPath(pr.Results)
-		}
-		fmt.Fprintf(&b, "tf_poll %d %s %d %s\n", i, shellquote.Quote(pr.ID), pr.Offset, results)
+	list := make([]string, 0, 3*len(probes))
+	for _, pr := range probes {
+		list = append(list, pr.ID, strconv.FormatInt(pr.Offset, 10), pr.Results)
 	}
-	return b.String()
+	return p.funcs(Params{"tf_probes": words(list...), "tf_chunk": strconv.Itoa(logChunk)}, "home", "proc-status")
 }
 
 func (p *process) status(ctx context.Context, inst platform.Instance, probes []probe) ([]observation, error) {
@@ -279,20 +205,16 @@ func parseStatus(out []byte, probes []probe) ([]observation, error) {
 		if err != nil || !strings.HasPrefix(l, "@status ") {
 			return nil, fmt.Errorf("job %d: missing status line after the log", i)
 		}
-		o.Status = strings.TrimSuffix(strings.TrimPrefix(l, "@status "), "\n")
+		// status.json's carriage returns go here, not in a process on
+		// the instance.
+		o.Status = strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(l, "@status "), "\n"), "\r", "")
 	}
 	return obs, nil
 }
 
-// cancelScript stops the jobs ids.
+// cancelScript stops the jobs ids (scripts/proc-cancel.sh).
 func (p *process) cancelScript(ids []string) string {
-	var b strings.Builder
-	b.WriteString(p.funcs())
-	for _, id := range ids {
-		fmt.Fprintf(&b, "tf_term %s\n", jobDir(id))
-	}
-	b.WriteString("tf_reap\n")
-	return b.String()
+	return p.funcs(Params{"tf_ids": words(ids...)}, "proc-cancel")
 }
 
 func (p *process) cancel(ctx context.Context, inst platform.Instance, ids []string) ([]string, error) {
@@ -306,26 +228,14 @@ func (p *process) cancel(ctx context.Context, inst platform.Instance, ids []stri
 // prefix (and whose run file, where it has one, names run, and whose
 // instance file, where it has one, names instance: two plan instances can
 // be one machine); with remove, it then removes their job directories (the
-// logs in them hold whatever the jobs printed, secrets included).
+// logs in them hold whatever the jobs printed, secrets included):
+// scripts/proc-cleanup.sh.
 func (p *process) cleanupScript(prefix, run, instance string, remove bool) string {
-	var b strings.Builder
-	b.WriteString(p.funcs())
-	fmt.Fprintf(&b, `tf_dirs=
-for d in "$HOME"/%s/%s*; do
-	[ -d "$d" ] || continue
-	if [ -f "$d/run" ] && [ "$(cat "$d/run")" != %s ]; then continue; fi
-	if [ -f "$d/instance" ] && [ "$(cat "$d/instance")" != %s ]; then continue; fi
-	tf_term "$d"
-	tf_dirs="$tf_dirs $(basename "$d")"
-done
-tf_reap
-`, shellquote.Quote(jobsDir), shellquote.Quote(prefix), shellquote.Quote(run), shellquote.Quote(instance))
+	rm := "0"
 	if remove {
-		// Job ids are [a-zA-Z0-9_.-] words (plan.JobID), so the list
-		// splits as it was built.
-		fmt.Fprintf(&b, "for n in $tf_dirs; do rm -rf \"$HOME\"/%s/\"$n\"; done\n", shellquote.Quote(jobsDir))
+		rm = "1"
 	}
-	return b.String()
+	return p.funcs(Params{"tf_prefix": prefix, "tf_run": run, "tf_instance": instance, "tf_remove": rm}, "proc-cleanup")
 }
 
 func (p *process) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {

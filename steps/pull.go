@@ -5,22 +5,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/platform"
 )
 
 // pullScript pulls image unless the instance has it, then prints its repo
-// digests and id as "@digest REPO@sha256:..." and "@id sha256:..." lines.
-// docker pull's own output goes to stdout too, for the node log.
+// digests and id as "@digest REPO@sha256:..." and "@id sha256:..." lines
+// (scripts/pull.sh). docker pull's own output goes to stdout too, for the
+// node log.
 func pullScript(image string) string {
-	return dockerCheck + fmt.Sprintf(`i=%s
-if docker image inspect "$i" > /dev/null 2>&1; then
-	echo "@present"
-else
-	docker pull "$i" || exit
-fi
-docker image inspect --format '{{range .RepoDigests}}{{println "@digest" .}}{{end}}@id {{.Id}}' "$i"
-`, shellquote.Quote(image))
+	return dockerScript(Params{"tf_image": image}, "pull")
 }
 
 // pull makes sure the instance has with.image before a run pays for GPU

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -33,7 +34,7 @@ for i in 1 2 3 4 5; do
 done
 printf 'no newline at the end'`
 	e.runJob(t, e.steps, id, with("command", cmd))
-	log, prog, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id, Results: "~/res"})
+	log, prog, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id, Results: "~/res"})
 	if err != nil {
 		t.Fatalf("wait: %v\nlog:\n%s", err, log)
 	}
@@ -63,7 +64,7 @@ func TestWaitStreamsBigLog(t *testing.T) {
 	e := newEnv(t)
 	const id = "tf-r1-big-a"
 	e.runJob(t, e.steps, id, with("command", "seq 1 150000"))
-	log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id})
+	log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestWaitResumesLogOffsets(t *testing.T) {
 	wait := func(facts map[string]string) (string, map[string]string) {
 		t.Helper()
 		log, recorded := &logBuf{}, map[string]string{}
-		err := e.steps.Do(context.Background(), Request{
+		err := e.steps.Do(t.Context(), Request{
 			NodeID: "wait@a", Step: &plan.Step{ID: "wait", Uses: plan.KindWait},
 			Instance: e.inst, Jobs: jobs, Log: log, Progress: func(string) {},
 			Facts: facts, Record: func(k, v string) { recorded[k] = v },
@@ -146,7 +147,7 @@ func TestRunIdempotent(t *testing.T) {
 	if !strings.Contains(second.String(), "adopted existing job "+id) {
 		t.Errorf("second run log does not say it adopted the job:\n%s", second)
 	}
-	if log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id}); err != nil {
+	if log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id}); err != nil {
 		t.Fatalf("wait: %v\n%s", err, log)
 	}
 	third := e.runJob(t, e.steps, id, w) // after the job ended, too
@@ -188,7 +189,7 @@ func TestWaitOutcomes(t *testing.T) {
 				w = with("command", tt.cmd, "workdir", tt.workdir)
 			}
 			e.runJob(t, e.steps, "tf-r1-job-a", w)
-			log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: "tf-r1-job-a"})
+			log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: "tf-r1-job-a"})
 			if tt.wantClass == "" {
 				if err != nil {
 					t.Fatalf("wait: %v\n%s", err, log)
@@ -209,7 +210,7 @@ func TestWaitOutcomes(t *testing.T) {
 func TestRunLaunchFailed(t *testing.T) {
 	e := newEnv(t)
 	log := &logBuf{}
-	err := e.steps.Do(context.Background(), Request{
+	err := e.steps.Do(t.Context(), Request{
 		Step: &plan.Step{ID: "train", Uses: plan.KindRun}, Instance: e.inst,
 		With: with("command", "true", "workdir", "~/missing"), JobID: "tf-r1-train-a", Log: log,
 	})
@@ -230,7 +231,7 @@ func TestWaitTimeout(t *testing.T) {
 	const id = "tf-r1-slow-a"
 	e.runJob(t, e.steps, id, with("command", "echo started; sleep 30"))
 	pid := e.jobPid(t, id)
-	log, _, err := e.waitJobs(context.Background(), e.steps, with("timeout", "300ms"), Job{ID: id})
+	log, _, err := e.waitJobs(t.Context(), e.steps, with("timeout", "300ms"), Job{ID: id})
 	se := stepError(t, err)
 	if se.Class != ClassTimedOut {
 		t.Fatalf("error = %v, want timed out\n%s", err, log)
@@ -259,7 +260,7 @@ func TestWaitContextCanceled(t *testing.T) {
 	// The job ignores TERM, so the cancel has to escalate to KILL.
 	e.runJob(t, e.steps, id, with("command", `trap '' TERM; echo ready; sleep 30 & wait`))
 	pid := e.jobPid(t, id)
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(t.Context())
 	cause := errors.New("user pressed Ctrl-C")
 	prog := func(string) {}
 	log := &logBuf{}
@@ -270,7 +271,7 @@ func TestWaitContextCanceled(t *testing.T) {
 			Jobs: []Job{{ID: id}}, Log: log, Progress: prog,
 		})
 	}()
-	waitFor(t, "the job's first line in the log", func() bool { return strings.Contains(log.String(), "ready") })
+	testrig.Eventually(t, 10*time.Second, "the job's first line in the log", func() bool { return strings.Contains(log.String(), "ready") })
 	cancel(cause)
 	err := <-done
 	if !errors.Is(err, cause) {
@@ -283,7 +284,7 @@ func TestWaitContextCanceled(t *testing.T) {
 		t.Errorf("no canceled marker: %v", err)
 	}
 	// A later wait (a resume) reports the job as canceled.
-	_, _, err = e.waitJobs(context.Background(), e.steps, nil, Job{ID: id})
+	_, _, err = e.waitJobs(t.Context(), e.steps, nil, Job{ID: id})
 	if se := stepError(t, err); se.Class != ClassCanceled {
 		t.Errorf("wait after cancel = %v, want canceled", err)
 	}
@@ -299,7 +300,7 @@ func TestWaitKilledFromOutside(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id})
+	log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id})
 	se := stepError(t, err)
 	if se.Class != ClassVanished && (se.Class != ClassJobFailed || se.Code != 137) {
 		t.Errorf("error = %+v, want job vanished or failed with 137\n%s", se, log)
@@ -311,7 +312,7 @@ func TestWaitKilledFromOutside(t *testing.T) {
 
 func TestWaitMissingJob(t *testing.T) {
 	e := newEnv(t)
-	_, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: "tf-r1-never-a"})
+	_, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: "tf-r1-never-a"})
 	if se := stepError(t, err); se.Class != ClassVanished {
 		t.Errorf("error = %v, want job vanished", err)
 	}
@@ -323,7 +324,7 @@ func TestWaitSeveralJobs(t *testing.T) {
 	e := newEnv(t)
 	e.runJob(t, e.steps, "tf-r1-t-c0", with("command", "echo zero; sleep 0.2"))
 	e.runJob(t, e.steps, "tf-r1-t-c1", with("command", "echo one; exit 5"))
-	log, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: "tf-r1-t-c0"}, Job{ID: "tf-r1-t-c1"})
+	log, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: "tf-r1-t-c0"}, Job{ID: "tf-r1-t-c1"})
 	if se := stepError(t, err); se.Class != ClassJobFailed || se.Code != 5 {
 		t.Errorf("error = %v, want job failed 5", err)
 	}
@@ -343,11 +344,11 @@ func TestSecretsReachJobOnly(t *testing.T) {
 	cmd := `printf %s "$MY_SECRET" > "$HOME/seen"; [ -z "${OTHER:-}" ] || echo "OTHER leaked" >> "$HOME/seen"; echo "using the secret"; sleep 1; exit 7`
 	runLog := e.runJob(t, e.steps, id, with("command", cmd, "env", []string{"MY_SECRET"}))
 	seen := filepath.Join(e.inst.Ref, "seen")
-	waitFor(t, "the job to write the secret", func() bool { _, err := os.Stat(seen); return err == nil })
+	testrig.Eventually(t, 10*time.Second, "the job to write the secret", func() bool { _, err := os.Stat(seen); return err == nil })
 	for _, p := range testrig.ProcessesWith(value) {
 		t.Errorf("process %d's command line holds the secret value: %q", p.PID, p.Cmdline())
 	}
-	waitLog, _, err := e.waitJobs(context.Background(), e.steps, nil, Job{ID: id})
+	waitLog, _, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id})
 	if se := stepError(t, err); se.Code != 7 {
 		t.Errorf("wait = %v, want exit 7", err)
 	}
@@ -362,7 +363,7 @@ func TestSecretsReachJobOnly(t *testing.T) {
 	}
 	// A job that prints the secret has it masked in the node log.
 	e.runJob(t, e.steps, "tf-r1-leaky-a", with("command", `echo "key is $MY_SECRET"`, "env", []string{"MY_SECRET"}))
-	leakLog, _, _ := e.waitJobs(context.Background(), e.steps, nil, Job{ID: "tf-r1-leaky-a"})
+	leakLog, _, _ := e.waitJobs(t.Context(), e.steps, nil, Job{ID: "tf-r1-leaky-a"})
 	if strings.Contains(leakLog.String(), value) || !strings.Contains(leakLog.String(), "key is ***") {
 		t.Errorf("a printed secret is not masked in the node log:\n%s", leakLog)
 	}
@@ -370,7 +371,7 @@ func TestSecretsReachJobOnly(t *testing.T) {
 
 func TestRunUndeclaredSecret(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Secrets = testSecrets(t, "A", "aaaa-value") })
-	err := e.steps.Do(context.Background(), Request{
+	err := e.steps.Do(t.Context(), Request{
 		Step: &plan.Step{ID: "train", Uses: plan.KindRun}, Instance: e.inst,
 		With: with("command", "true", "env", []string{"B"}), JobID: "tf-r1-train-a",
 	})
@@ -391,7 +392,7 @@ func TestCleanup(t *testing.T) {
 	e.runJob(t, e.steps, "tf-r1-done-a", with("command", "true"))
 	e.runJob(t, other, "tf-r2-train-c0", w)
 	e.runJob(t, prefixed, "tf-r1-x-train-c0", w)
-	waitFor(t, "the short job to end", func() bool {
+	testrig.Eventually(t, 10*time.Second, "the short job to end", func() bool {
 		_, err := os.Stat(filepath.Join(e.jobDir("tf-r1-done-a"), "rc"))
 		return err == nil
 	})

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
@@ -32,8 +31,8 @@ var defaultAWSEnv = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
 type s3Dest struct {
 	Bucket string
 	Prefix string // "" or ending in /
-	// Opts are the AWS CLI's options for every call, as shell text.
-	Opts string
+	// Opts are the AWS CLI's options for every call (flag, value, ...).
+	Opts []string
 }
 
 // URL is the destination directory as the AWS CLI takes it.
@@ -53,47 +52,45 @@ func parseS3(to string) (bucket, prefix string, err error) {
 	return bucket, prefix, nil
 }
 
-// awsPrelude starts every S3 script: the AWS CLI must be there, and must
-// not page its output.
-var awsPrelude = fmt.Sprintf("command -v aws >/dev/null 2>&1 || { echo 'the AWS CLI (aws) is not installed on the instance' >&2; exit %d; }\nexport AWS_PAGER=\n", exitNoAWS)
+// awsScript is an S3 script: scripts/aws-check.sh (the AWS CLI must be
+// there, and must not page its output), then the named scripts.
+func awsScript(params Params, names ...string) string {
+	params["tf_exit_noaws"] = strconv.Itoa(exitNoAWS)
+	return script(params, append([]string{"aws-check"}, names...)...)
+}
 
-// syncScript copies from (on the instance) to dest with aws s3 sync. A
-// manifest at the top of the source is left out: the upload writes its
-// own.
+// syncScript copies from (on the instance) to dest with aws s3 sync
+// (scripts/s3-sync.sh). A manifest at the top of the source is left out:
+// the upload writes its own.
 func syncScript(from string, dest s3Dest, excludes []string) string {
-	var b strings.Builder
-	b.WriteString(awsPrelude)
-	fmt.Fprintf(&b, "src=%s\n[ -d \"$src\" ] || exit %d\n", shellPath(from), exitNoSource)
-	// --no-follow-symlinks: a result link to a file outside the results
-	// must not upload that file.
-	fmt.Fprintf(&b, "aws s3 sync \"$src\" %s --no-progress --no-follow-symlinks --exclude %s", shellquote.Quote(dest.URL()), manifestName)
-	for _, p := range excludes {
-		fmt.Fprintf(&b, " --exclude %s", shellquote.Quote(p))
-	}
-	b.WriteString(dest.Opts + "\n")
-	return b.String()
+	return awsScript(Params{
+		"tf_src":           from,
+		"tf_url":           dest.URL(),
+		"tf_manifest":      manifestName,
+		"tf_excludes":      words(excludes...),
+		"tf_opts":          words(dest.Opts...),
+		"tf_exit_nosource": strconv.Itoa(exitNoSource),
+	}, "home", "s3-sync")
 }
 
 // sourceScript lists the regular files under from (not through symlinks,
-// which aws s3 sync --no-follow-symlinks skips) as "SIZE PATH\0" records.
+// which aws s3 sync --no-follow-symlinks skips) as "SIZE PATH\0" records
+// (scripts/s3-source.sh).
 func sourceScript(from string) string {
-	return fmt.Sprintf("src=%s\n[ -d \"$src\" ] || exit %d\ncd \"$src\" && find . -type f -printf '%%s %%P\\0'\n", shellPath(from), exitNoSource)
+	return script(Params{"tf_src": from, "tf_exit_nosource": strconv.Itoa(exitNoSource)}, "home", "s3-source")
 }
 
-// listScript lists the objects under dest as list-objects-v2 JSON.
+// listScript lists the objects under dest as list-objects-v2 JSON
+// (scripts/s3-list.sh).
 func listScript(dest s3Dest) string {
-	prefix := ""
-	if dest.Prefix != "" {
-		prefix = " --prefix " + shellquote.Quote(dest.Prefix)
-	}
-	return awsPrelude + fmt.Sprintf("aws s3api list-objects-v2 --bucket %s%s --output json%s\n", shellquote.Quote(dest.Bucket), prefix, dest.Opts)
+	return awsScript(Params{"tf_bucket": dest.Bucket, "tf_prefix": dest.Prefix, "tf_opts": words(dest.Opts...)}, "s3-list")
 }
 
 // putScript writes body, carried in the script itself (stdin is for
-// secrets only: brev exec has none), to dest's manifest.
+// secrets only: brev exec has none), to dest's manifest
+// (scripts/s3-put.sh).
 func putScript(dest s3Dest, body []byte) string {
-	return awsPrelude + fmt.Sprintf("printf '%%s' %s | aws s3 cp - %s --content-type application/json --only-show-errors%s\n",
-		shellquote.Quote(string(body)), shellquote.Quote(dest.URL()+manifestName), dest.Opts)
+	return awsScript(Params{"tf_body": string(body), "tf_url": dest.URL() + manifestName, "tf_opts": words(dest.Opts...)}, "s3-put")
 }
 
 // s3Target reads the S3 destination of an upload-s3 step: the bucket and
@@ -111,7 +108,7 @@ func s3Target(w *plan.Value, to string) (s3Dest, []string, []*regexp.Regexp, err
 			return s3Dest{}, nil, nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q is not a valid value", o.key, v)}
 		}
 		if v != "" {
-			dest.Opts += " " + o.flag + " " + shellquote.Quote(v)
+			dest.Opts = append(dest.Opts, o.flag, v)
 		}
 	}
 	excludes := withList(w, "exclude")

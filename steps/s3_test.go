@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -106,7 +105,7 @@ func TestUploadS3(t *testing.T) {
 			}
 			w := with(merge([]any{"from", "~/res", "to", "s3://" + bucket + "/" + prefix, "endpoint_url", s3.Endpoint, "region", s3.Region}, tt.with)...)
 			log := &logBuf{}
-			err := e.steps.Do(context.Background(), Request{
+			err := e.steps.Do(t.Context(), Request{
 				NodeID: "upload@a", Step: &plan.Step{ID: "upload", Uses: plan.KindUploadS3},
 				Instance: e.inst, With: w, Log: log,
 			})

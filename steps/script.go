@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
 	"regexp"
@@ -51,10 +52,42 @@ func script(params Params, names ...string) string {
 		if err != nil {
 			panic(fmt.Sprintf("steps: no embedded script %q: %v", n, err))
 		}
+		body = dropHeader(body)
 		b.Write(body)
 		if len(body) > 0 && body[len(body)-1] != '\n' {
 			b.WriteByte('\n')
 		}
 	}
 	return b.String()
+}
+
+// dropHeader removes a script's leading comment lines (its header: what
+// it does and its parameters, for the reader of scripts/ and shellcheck),
+// which the instance's shell has no use for. Comments further down stay.
+func dropHeader(body []byte) []byte {
+	for len(body) > 0 && body[0] == '#' {
+		i := bytes.IndexByte(body, '\n')
+		if i < 0 {
+			return nil
+		}
+		body = body[i+1:]
+	}
+	return body
+}
+
+// words writes a list as one parameter value: each item as one shell word
+// (shellquote), separated by spaces. A script turns it back into its
+// positional parameters, item for item whatever they hold, with
+//
+//	eval "set -- $tf_list"
+//
+// which is safe because every item is quoted: eval only removes the
+// quotes that Quote added. Lists of a fixed stride (a poll's ID OFFSET
+// RESULTS triples) are read with shift.
+func words(items ...string) string {
+	q := make([]string, len(items))
+	for i, it := range items {
+		q[i] = shellquote.Quote(it)
+	}
+	return strings.Join(q, " ")
 }

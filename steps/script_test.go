@@ -2,9 +2,14 @@ package steps
 
 import (
 	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestScriptPrelude: every parameter reaches the script as the exact
@@ -57,5 +62,33 @@ func TestScriptsParse(t *testing.T) {
 		if out, err := exec.Command("sh", "-n", "-c", script(nil, name)).CombinedOutput(); err != nil {
 			t.Errorf("%s: %v\n%s", n, err, out)
 		}
+	}
+}
+
+// TestWordsRoundTrip: a list passed with words() comes back, through
+// eval set --, as the same items, whatever they hold, none run.
+func TestWordsRoundTrip(t *testing.T) {
+	for name, items := range map[string][]string{
+		"none":    nil,
+		"plain":   {"a", "b.c", "-d"},
+		"hostile": {"it's", "$(touch pwned)", "`touch pwned`", "two\nlines", "", "*", "a b", "--x=1;touch pwned"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command("sh", "-c", script(Params{"tf_list": words(items...)})+`eval "set -- $tf_list"; printf '%s\0' "$#" "$@"`)
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+			want := append([]string{strconv.Itoa(len(items))}, items...)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+				t.Errorf("an item ran as a command")
+			}
+		})
 	}
 }

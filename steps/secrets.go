@@ -2,6 +2,7 @@ package steps
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/taoflow/taoflow/secret"
@@ -9,22 +10,20 @@ import (
 
 // secretEnv is how every step hands secrets to a remote command (docs/design.md §10).
 // For the given names, in order and without repeats, it returns a script
-// prelude that reads each value from stdin and exports it:
-//
-//	IFS= read -r NAME || exit 97; export NAME
-//
-// and the stdin bytes to send with the script: each value followed by a
-// newline. The values are never part of the script, so they are on no argv,
-// here or on the instance. A name that is not resolved in Config.Secrets is
-// an error naming it (never showing a value). No names give an empty prelude
-// and a nil stdin.
+// prelude (scripts/secrets.sh) that reads each value from stdin, one line
+// each, and exports it, and the stdin bytes to send with the script: each
+// value followed by a newline. The values are never part of the script,
+// so they are on no argv, here or on the instance; a stdin that ends early
+// makes the script exit 97. A name that is not resolved in Config.Secrets
+// is an error naming it (never showing a value). No names give an empty
+// prelude and a nil stdin.
 //
 // Names the plan lists under platform.instance_env are already in the
 // instance's environment (Brev secrets): they are neither read nor sent,
 // which is what lets a step with secrets run over `brev exec`, which has no
 // stdin.
 func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err error) {
-	var b strings.Builder
+	var read []string
 	seen := map[string]bool{}
 	if s.cfg.Plan != nil {
 		for _, n := range s.cfg.Plan.Platform.InstanceEnv {
@@ -46,17 +45,20 @@ func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err err
 		if strings.ContainsAny(v, "\r\n\x00") {
 			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret %s is not a single-line value", name)}
 		}
-		b.WriteString(readSecret(name))
+		read = append(read, name)
 		stdin = append(stdin, v...)
 		stdin = append(stdin, '\n')
 	}
-	return b.String(), stdin, nil
+	return readSecrets(read), stdin, nil
 }
 
-// readSecret is the prelude line that reads secret name from stdin and
-// exports it.
-func readSecret(name string) string {
-	return fmt.Sprintf("IFS= read -r %s || exit %d; export %s\n", name, exitNoSecret, name)
+// readSecrets is the prelude that reads the secrets names from stdin and
+// exports them ("" for none).
+func readSecrets(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return script(Params{"tf_secrets": words(names...), "tf_exit_nosecret": strconv.Itoa(exitNoSecret)}, "secrets")
 }
 
 // exitNoSecret is the exit code of a script whose stdin ended before all its

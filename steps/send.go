@@ -174,7 +174,7 @@ func (s *Steps) listTree(ctx context.Context, inst platform.Instance, path strin
 // writing the archive (a file that vanished or changed size), if anything.
 func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script string, files []localFile) (res platform.Result, werr, err error) {
 	script = privatePrelude + script
-	wait := transientBackoff
+	wait := s.cfg.TransientBackoff
 	for try := 1; ; try++ {
 		// An *os.File as stdin: the transport's copier moves it into its
 		// own pipe with splice(2), not through user-space buffers.

@@ -146,15 +146,10 @@ func TestPerSlotHostProcesses(t *testing.T) {
 // jobOutput waits for a host-process job to end and returns its log.
 func jobOutput(t *testing.T, dir string) string {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if _, err := os.Stat(filepath.Join(dir, "rc")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s did not end", filepath.Base(dir))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testrig.Eventually(t, 20*time.Second, "job "+filepath.Base(dir)+" to end", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "rc"))
+		return err == nil
+	})
 	out, err := os.ReadFile(filepath.Join(dir, "log"))
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,10 @@ type Config struct {
 	// Record is what the run records about itself (its name, tags and
 	// provenance), copied into every taoflow-run.json.
 	Record RunRecord
+	// TransientBackoff is the pause before a script whose transport failed
+	// before it ran is tried again, doubled before each later try (see
+	// transientTries); DefaultTransientBackoff when zero.
+	TransientBackoff time.Duration
 }
 
 // Steps runs the step kinds of one run.
@@ -90,6 +94,9 @@ type Steps struct {
 func New(cfg Config) *Steps {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.TransientBackoff <= 0 {
+		cfg.TransientBackoff = DefaultTransientBackoff
 	}
 	if cfg.Owner == "" {
 		host, _ := os.Hostname()
@@ -254,19 +261,18 @@ func (s *Steps) runtimeFor(image string) runtime {
 
 // transientTries is how many times exec tries a script whose transport
 // failed before it ran (ssh's 255, brev's "could not connect"), waiting
-// transientBackoff, then twice that, and so on, in between. Such a script
-// did not run, so trying again cannot run it twice.
+// Config.TransientBackoff, then twice that, and so on, in between. Such a
+// script did not run, so trying again cannot run it twice.
 const transientTries = 4
 
-var transientBackoff = time.Second
+// DefaultTransientBackoff is Config.TransientBackoff's default: with four
+// tries, a host that stays unreachable is given up after 7s of pauses.
+const DefaultTransientBackoff = time.Second
 
-// privatePrelude starts every script but the readiness probe: what a
-// script creates on the instance (job directories, logs that hold what the
-// job printed, copies of container logs, temporary files) is the user's
-// alone, and so is ~/.taoflow when an older taoflow made it 0755.
-const privatePrelude = `umask 077
-[ ! -d "$HOME/.taoflow" ] || chmod go= "$HOME/.taoflow" 2>/dev/null
-`
+// privatePrelude starts every script but the readiness probe
+// (scripts/private.sh): what a script creates on the instance is the
+// user's alone.
+var privatePrelude = script(nil, "private")
 
 // exec runs script on inst with the given stdin (nil is none), after
 // privatePrelude. A transient transport failure is tried again (see
@@ -277,7 +283,7 @@ func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string,
 		// nothing.
 		script = privatePrelude + script
 	}
-	wait := transientBackoff
+	wait := s.cfg.TransientBackoff
 	for try := 1; ; try++ {
 		var in io.Reader
 		if stdin != nil {

@@ -39,15 +39,13 @@ func (f *flaky) Exec(ctx context.Context, inst platform.Instance, script string,
 // tried again (with the same stdin), up to transientTries; any other error
 // is returned at once, since the script may have run.
 func TestExecRetriesTransient(t *testing.T) {
-	defer func(d time.Duration) { transientBackoff = d }(transientBackoff)
-	transientBackoff = time.Millisecond
 	inst := platform.Instance{Name: "gpu"}
 	transient := &platform.ExecError{Instance: "gpu", Transient: true, Err: errors.New("ssh: connect: Connection refused")}
 	lost := &platform.ExecError{Instance: "gpu", Err: errors.New("connection lost while the command ran")}
 
 	f := &flaky{fails: 2, err: transient}
-	s := New(Config{Platform: f})
-	res, err := s.exec(context.Background(), inst, "true", []byte("key\n"))
+	s := New(Config{Platform: f, TransientBackoff: time.Millisecond})
+	res, err := s.exec(t.Context(), inst, "true", []byte("key\n"))
 	if err != nil || string(res.Stdout) != "ran\n" || f.calls != 3 {
 		t.Errorf("two transient failures: %q, %v after %d calls; want success on the 3rd", res.Stdout, err, f.calls)
 	}
@@ -56,22 +54,21 @@ func TestExecRetriesTransient(t *testing.T) {
 	}
 
 	f = &flaky{fails: 100, err: transient}
-	s = New(Config{Platform: f})
-	_, err = s.exec(context.Background(), inst, "true", nil)
+	s = New(Config{Platform: f, TransientBackoff: time.Millisecond})
+	_, err = s.exec(t.Context(), inst, "true", nil)
 	if err == nil || f.calls != transientTries || !strings.Contains(err.Error(), "tried 4 times") || !errors.Is(err, transient) {
 		t.Errorf("always transient: %v after %d calls; want the error after %d tries", err, f.calls, transientTries)
 	}
 
 	f = &flaky{fails: 1, err: lost}
-	s = New(Config{Platform: f})
-	if _, err = s.exec(context.Background(), inst, "true", nil); !errors.Is(err, lost) || f.calls != 1 {
+	s = New(Config{Platform: f, TransientBackoff: time.Millisecond})
+	if _, err = s.exec(t.Context(), inst, "true", nil); !errors.Is(err, lost) || f.calls != 1 {
 		t.Errorf("a connection lost mid-command: %v after %d calls; want it returned at once", err, f.calls)
 	}
 
-	ctx, cancel := context.WithCancelCause(context.Background())
-	transientBackoff = time.Hour
+	ctx, cancel := context.WithCancelCause(t.Context())
 	f = &flaky{fails: 100, err: transient}
-	s = New(Config{Platform: f})
+	s = New(Config{Platform: f, TransientBackoff: time.Hour})
 	go func() { time.Sleep(20 * time.Millisecond); cancel(errors.New("stop")) }()
 	if _, err = s.exec(ctx, inst, "true", nil); err == nil || err.Error() != "stop" {
 		t.Errorf("cancelled while waiting to try again: %v; want the cause", err)

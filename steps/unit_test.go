@@ -2,7 +2,9 @@ package steps
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,16 +53,16 @@ func TestProgressLine(t *testing.T) {
 func TestSecretEnv(t *testing.T) {
 	s := New(Config{Secrets: testSecrets(t, "B", "bee value", "A", "a'$(x)`y`")})
 	tests := map[string]struct {
-		names       []string
-		wantPrelude string
-		wantStdin   string
-		wantErr     string
+		names     []string
+		wantRead  []string // the names the prelude reads, in order
+		wantStdin string
+		wantErr   string
 	}{
 		"none": {},
 		"in order, once": {
-			names:       []string{"B", "A", "B"},
-			wantPrelude: "IFS= read -r B || exit 97; export B\nIFS= read -r A || exit 97; export A\n",
-			wantStdin:   "bee value\na'$(x)`y`\n",
+			names:     []string{"B", "A", "B"},
+			wantRead:  []string{"B", "A"},
+			wantStdin: "bee value\na'$(x)`y`\n",
 		},
 		"unresolved":   {names: []string{"A", "C"}, wantErr: "secret C has no value"},
 		"invalid name": {names: []string{"A;rm"}, wantErr: `secret name "A;rm" is not a valid`},
@@ -77,8 +79,11 @@ func TestSecretEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if prelude != tt.wantPrelude || string(stdin) != tt.wantStdin {
-				t.Errorf("got %q, %q; want %q, %q", prelude, stdin, tt.wantPrelude, tt.wantStdin)
+			if prelude != readSecrets(tt.wantRead) || string(stdin) != tt.wantStdin {
+				t.Errorf("got %q, %q; want the prelude reading %q, %q", prelude, stdin, tt.wantRead, tt.wantStdin)
+			}
+			if strings.Contains(prelude, "bee value") {
+				t.Errorf("a secret's value is in the prelude")
 			}
 			if tt.names == nil && stdin != nil {
 				t.Errorf("stdin %q for no secrets, want nil", stdin)
@@ -126,7 +131,7 @@ steps: [{id: pre, uses: preflight}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if prelude != "IFS= read -r B || exit 97; export B\n" || string(stdin) != "bee value\n" {
+	if prelude != readSecrets([]string{"B"}) || string(stdin) != "bee value\n" {
 		t.Errorf("got %q, %q; want only B read and sent", prelude, stdin)
 	}
 	prelude, stdin, err = s.secretEnv([]string{"NGC_KEY"})
@@ -188,22 +193,35 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
-func TestShellPath(t *testing.T) {
+// TestHomePath: scripts/home.sh reads a leading ~ or ~/ as $HOME and
+// leaves everything else as it is, never evaluating it.
+func TestHomePath(t *testing.T) {
 	tests := map[string]struct {
 		in, want string
 	}{
-		"home":         {"~", `"$HOME"`},
-		"home slash":   {"~/", `"$HOME"`},
-		"under home":   {"~/results/c 1", `"$HOME"/'results/c 1'`},
+		"home":         {"~", "/h o"},
+		"home slash":   {"~/", "/h o/"},
+		"under home":   {"~/results/c 1", "/h o/results/c 1"},
 		"absolute":     {"/data/x", "/data/x"},
-		"tilde user":   {"~root/x", `'~root/x'`},
-		"command text": {"~/$(rm -rf /)", `"$HOME"/'$(rm -rf /)'`},
+		"tilde user":   {"~root/x", "~root/x"},
+		"command text": {"~/$(touch pwned)", "/h o/$(touch pwned)"},
 		"relative":     {"res", "res"},
+		"empty":        {"", ""},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := shellPath(tt.in); got != tt.want {
-				t.Errorf("shellPath(%q) = %s, want %s", tt.in, got, tt.want)
+			cmd := exec.Command("/bin/sh", "-c", script(Params{"p": tt.in}, "home")+`tf_home "$p"; printf %s "$tf_h"`)
+			cmd.Env = []string{"HOME=/h o"}
+			cmd.Dir = t.TempDir()
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tt.want {
+				t.Errorf("tf_home %q = %q, want %q", tt.in, out, tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(cmd.Dir, "pwned")); err == nil {
+				t.Errorf("tf_home %q ran a command", tt.in)
 			}
 		})
 	}

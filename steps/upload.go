@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/taoflow/taoflow/internal/provenance"
-	"github.com/taoflow/taoflow/internal/shellquote"
 )
 
 // manifestName is the file upload-s3 writes next to the results it copied.
@@ -155,43 +154,24 @@ func (s *Steps) upload(ctx context.Context, req Request) error {
 }
 
 // manifestWriteScript writes body (carried in the script: stdin is for
-// secrets only) to dest's manifest through a temporary file
-// of an unpredictable name (mktemp) in dest, renamed over the manifest: a
-// symlink planted at a fixed name (taoflow-run.json.tmp → a host file) is
-// never written through, and rename replaces a link instead of following it.
+// secrets only) to dest's manifest through a temporary file of an
+// unpredictable name, renamed over it (scripts/manifest-write.sh).
 func manifestWriteScript(dest string, body []byte) string {
-	return fmt.Sprintf(`d=%s
-t=$(mktemp "$d/.%s.XXXXXX") || exit 1
-printf '%%s' %s > "$t" && mv -f "$t" "$d"/%s || { rm -f "$t"; exit 1; }
-`, shellquote.Quote(dest), manifestName, shellquote.Quote(string(body)), manifestName)
+	return script(Params{"tf_dest": dest, "tf_name": manifestName, "tf_body": string(body)}, "manifest-write")
 }
 
 // copyScript copies the directory from (on the instance) into dest and
-// prints "@src FILES BYTES" and "@dst FILES BYTES", counting regular files
-// (a manifest at the top of either side is not counted).
-//
-// Symlinks are copied as links, never followed (cp -P): a result link to a
-// file outside the results uploads the link, not the file. A link already
-// in dest where the source has an entry is removed first, since cp writes
-// through a link it copies onto (a link left by an earlier upload, or
-// planted, would let this one write anywhere).
+// prints "@src FILES BYTES" and "@dst FILES BYTES" (scripts/copy.sh, which
+// says how links are kept from writing anywhere).
 func copyScript(from, dest string) string {
-	return fmt.Sprintf(`src=%s
-dst=%s
-[ -d "$src" ] || exit %d
-mkdir -p "$dst" || exit %d
-src=$(cd "$src" && pwd -P) || exit %[4]d
-(cd "$dst" && find . -type l -exec sh -c 'for l; do if [ -e "$0/$l" ] || [ -L "$0/$l" ]; then rm -f "$l" || exit 1; fi; done' "$src" {} +) || exit %[4]d
-cp -R -P "$src"/. "$dst"/ || exit %[4]d
-tf_count() {
-	tf_l=$(cd "$1" && find . -type f ! -path ./%s -printf '%%s\n') || return 1
-	printf '%%s\n' "$tf_l" | awk 'NF { n++; b += $1 } END { printf "%%.0f %%.0f\n", n, b }'
-}
-s=$(tf_count "$src") || { echo "cannot list $src" >&2; exit %[6]d; }
-d=$(tf_count "$dst") || { echo "cannot list $dst" >&2; exit %[6]d; }
-echo "@src $s"
-echo "@dst $d"
-`, shellPath(from), shellquote.Quote(dest), exitNoSource, exitCopy, manifestName, exitList)
+	return script(Params{
+		"tf_src":           from,
+		"tf_dst":           dest,
+		"tf_manifest":      manifestName,
+		"tf_exit_nosource": strconv.Itoa(exitNoSource),
+		"tf_exit_copy":     strconv.Itoa(exitCopy),
+		"tf_exit_list":     strconv.Itoa(exitList),
+	}, "home", "copy")
 }
 
 // parseCounts reads the @src and @dst lines of copyScript.

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -79,22 +78,6 @@ func withList(w *plan.Value, key string) []string {
 		return out
 	}
 	return nil
-}
-
-// shellPath writes a path on the instance as one shell word, a leading ~ or
-// ~/ becoming "$HOME" (expanded by the instance's shell, never eval'd).
-func shellPath(p string) string {
-	switch {
-	case p == "~":
-		return `"$HOME"`
-	case strings.HasPrefix(p, "~/"):
-		rest := strings.TrimLeft(p[2:], "/")
-		if rest == "" {
-			return `"$HOME"`
-		}
-		return `"$HOME"/` + shellquote.Quote(rest)
-	}
-	return shellquote.Quote(p)
 }
 
 // confinedPaths checks, at run time, that the path fields keys of req

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sourcegraph/conc"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -192,7 +193,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 
 	a, err := runner.Start(parent, runner.ApplyConfig{Plan: p, PlanPath: path, Secrets: secrets, StateDir: g.stateDir,
 		Resume: prior, Parallel: f.parallel, FinallyTimeout: f.finally,
-		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString()})
+		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString(), TransientBackoff: g.transientBackoff})
 	if err != nil {
 		return err
 	}
@@ -295,7 +296,11 @@ func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	var once sync.Once
 	done := make(chan struct{})
-	go func() {
+	// The handler's goroutine: stop waits for it, so a signal being
+	// answered is answered before apply returns (a panic in it is
+	// re-raised there, with its stack).
+	var handler conc.WaitGroup
+	handler.Go(func() {
 		n := 0
 		for {
 			select {
@@ -331,11 +336,12 @@ func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc)
 				}
 			}
 		}
-	}()
+	})
 	return func() {
 		once.Do(func() {
 			signal.Stop(sigs)
 			close(done)
+			handler.Wait()
 		})
 	}
 }

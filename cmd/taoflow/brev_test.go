@@ -37,6 +37,9 @@ func brevEnv(t *testing.T, opts brevtest.Options) (*brevtest.Fake, string) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
+	// An instance cut off is tried four times all the same, without
+	// waiting seconds in between.
+	t.Setenv("TAOFLOW_RETRY_BACKOFF", "10ms")
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Cleanup(func() {
@@ -154,11 +157,7 @@ func TestBrevSweep(t *testing.T) {
 	release := make(chan struct{})
 	go func() {
 		defer close(release)
-		for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if len(f.CallsOf("delete", "")) >= 2 {
-				break
-			}
-		}
+		testrig.Within(5*time.Minute, func() bool { return len(f.CallsOf("delete", "")) >= 2 })
 		for _, in := range f.Instances() {
 			if in.Sandbox != "" {
 				_ = os.WriteFile(filepath.Join(in.Sandbox, "go"), nil, 0o600)
@@ -940,10 +939,7 @@ func TestBrevTeardownBehindBack(t *testing.T) {
 	// Once every job runs, take the instances away, then interrupt.
 	names := map[string]string{}
 	var sandboxes []string
-	for deadline := time.Now().Add(2 * time.Minute); len(sandboxes) < 3; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the three jobs did not start: %+v", f.Instances())
-		}
+	if !testrig.Within(2*time.Minute, func() bool {
 		names, sandboxes = map[string]string{}, nil
 		for _, in := range f.Instances() {
 			if _, err := os.Stat(filepath.Join(in.Sandbox, "started")); err == nil {
@@ -951,6 +947,9 @@ func TestBrevTeardownBehindBack(t *testing.T) {
 				sandboxes = append(sandboxes, in.Sandbox)
 			}
 		}
+		return len(sandboxes) >= 3
+	}) {
+		t.Fatalf("the three jobs did not start: %+v", f.Instances())
 	}
 	f.DeleteBehindBack(names["gone"])
 	f.StopBehindBack(names["stopped"])

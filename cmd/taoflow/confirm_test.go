@@ -115,3 +115,20 @@ steps:
 		t.Errorf("a plan that creates nothing asked: exit %d, stderr:\n%s", code, errOut)
 	}
 }
+
+// TestRetryBackoffEnv: a TAOFLOW_RETRY_BACKOFF that is not a positive
+// duration is a usage error, before the command does anything.
+func TestRetryBackoffEnv(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, v := range []string{"soon", "-1s", "0"} {
+		t.Setenv("TAOFLOW_RETRY_BACKOFF", v)
+		code, _, errOut := applyCLI(t, "status")
+		if code != exitUsage || !strings.Contains(errOut, "TAOFLOW_RETRY_BACKOFF") {
+			t.Errorf("TAOFLOW_RETRY_BACKOFF=%s: exit %d, %q; want 2 naming the variable", v, code, errOut)
+		}
+	}
+	t.Setenv("TAOFLOW_RETRY_BACKOFF", "10ms")
+	if code, _, errOut := applyCLI(t, "status"); code == exitUsage {
+		t.Errorf("TAOFLOW_RETRY_BACKOFF=10ms: exit 2: %s", errOut)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -91,7 +92,8 @@ again with --brev-binary or --ssh-config (exit 2 says which).`,
 }
 
 func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store, runs []state.Run, yes bool, confirmed runner.Confirmed) error {
-	d := runner.Destroyer{Store: store, StateDir: g.stateDir, Log: escapeWriter{sio.out}, CanceledExitCode: exitInterrupted, Confirmed: confirmed}
+	d := runner.Destroyer{Store: store, StateDir: g.stateDir, Log: escapeWriter{sio.out}, CanceledExitCode: exitInterrupted, Confirmed: confirmed,
+		TransientBackoff: g.transientBackoff}
 	type work struct {
 		run   state.Run
 		alive []state.Resource
@@ -133,15 +135,26 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 			return usageError(fmt.Errorf("nothing destroyed"))
 		}
 	}
-	failed := 0
+	var left *multierror.Error
+	var again []string // the runs to destroy again
 	for _, w := range todo {
-		failed += d.Destroy(ctx, w.run, w.alive)
+		if err := d.Destroy(ctx, w.run, w.alive); err != nil {
+			left = multierror.Append(left, err) // flattens the run's list into one
+			again = append(again, w.run.ID)
+		}
 	}
-	if failed > 0 {
-		fmt.Fprintf(sio.err, "taoflow: %d resources could not be removed; they may still exist (and bill)\n", failed)
-		return silent(exitTeardown)
+	if left == nil {
+		return nil
 	}
-	return nil
+	w := escapeWriter{sio.err}
+	fmt.Fprintf(w, "taoflow: %d resources could not be removed; they may still exist (and bill):\n", left.Len())
+	for _, err := range left.Errors {
+		fmt.Fprintf(w, "taoflow:   %v\n", err)
+	}
+	for _, id := range again {
+		fmt.Fprintf(w, "taoflow: remove what is left of run %s with: taoflow destroy %s --yes\n", id, id)
+	}
+	return silent(exitTeardown)
 }
 
 func newCancelCmd(sio stdio, g *globals) *cobra.Command {

@@ -64,6 +64,7 @@ func TestDockerScripts(t *testing.T) {
 			"exitcode": cmdExitCode,
 			"noargv":   cmdNoArgv,
 			"waitlog":  cmdWaitLog,
+			"waitfact": cmdWaitFact,
 			"sleep":    cmdSleep,
 			"s3ls": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 1 || neg {
@@ -114,17 +115,14 @@ func cmdWaitContainer(t testing.TB, ts *testscript.TestScript, neg bool, args []
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: waitcontainer name-substring")
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		out, err := testrig.Docker(t, "ps", "--filter", "name="+args[0], "--filter", "status=running", "--format", "{{.Names}}")
+	var out string
+	testrig.Eventually(ts, 60*time.Second, "a running container named *"+args[0]+"*", func() bool {
+		var err error
+		out, err = testrig.Docker(t, "ps", "--filter", "name="+args[0], "--filter", "status=running", "--format", "{{.Names}}")
 		ts.Check(err)
-		if out != "" {
-			fmt.Fprintln(ts.Stdout(), out)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	ts.Fatalf("no running container named *%s* within 60s", args[0])
+		return out != ""
+	})
+	fmt.Fprintln(ts.Stdout(), out)
 }
 
 // leftovers: fail if a container of any run in the script's state still

@@ -49,6 +49,7 @@ func TestScripts(t *testing.T) {
 			"sleep":    cmdSleep,
 			"waitnode": cmdWaitNode,
 			"waitlog":  cmdWaitLog,
+			"waitgrep": cmdWaitGrep,
 			"exitcode": cmdExitCode,
 			"sigrun":   cmdSigRun,
 		},
@@ -89,14 +90,60 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		n, _ := strconv.Atoi(args[1])
 		limit = time.Duration(n) * time.Second
 	}
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	testrig.Eventually(ts, limit, args[0]+" to appear", func() bool {
+		_, err := os.Stat(ts.MkAbs(args[0]))
+		return err == nil
+	})
+}
+
+// waitgrep FILE REGEXP: wait (up to 60s) until FILE holds a match of
+// REGEXP: what a background command has printed so far, when it writes
+// to a file (sh -c 'exec taoflow ... 2>FILE').
+func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: waitgrep file regexp")
 	}
-	ts.Fatalf("%s did not appear within %s", args[0], limit)
+	re, err := regexp.Compile(args[1])
+	if err != nil {
+		ts.Fatalf("waitgrep: %v", err)
+	}
+	testrig.Eventually(ts, 60*time.Second, fmt.Sprintf("%s to show %q", args[0], args[1]), func() bool {
+		b, _ := os.ReadFile(ts.MkAbs(args[0]))
+		return re.Match(b)
+	})
+}
+
+// waitfact NODE KEY: wait (up to 60s) until node NODE of the latest run
+// records its fact KEY anew (it differs from what the state held when
+// waitfact began, or appears): what the node wrote before that record is
+// then in the state too, and a kill right after lands between two
+// records.
+func cmdWaitFact(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: waitfact node key")
+	}
+	fact := func() string {
+		st, err := state.OpenReadOnly(ts.MkAbs(".taoflow"))
+		if err != nil {
+			return ""
+		}
+		defer st.Close()
+		ctx := context.Background()
+		r, err := st.LatestRun(ctx)
+		if err != nil {
+			return ""
+		}
+		n, err := st.Node(ctx, r.ID, args[0])
+		if err != nil {
+			return ""
+		}
+		return n.Facts[args[1]]
+	}
+	before := fact()
+	testrig.Eventually(ts, 60*time.Second, fmt.Sprintf("node %s to record its %s anew", args[0], args[1]), func() bool {
+		now := fact()
+		return now != "" && now != before
+	})
 }
 
 // waitnode [-re] NODE STATE: wait (up to 3m) until the state in .taoflow
@@ -118,11 +165,12 @@ func cmdWaitNode(ts *testscript.TestScript, neg bool, args []string) {
 	// A bound for a condition, not a duration that orders anything: on a
 	// loaded machine launching a container over ssh alone took 15 s.
 	const limit = 3 * time.Minute
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	if !testrig.Within(limit, func() bool {
 		st, err := state.OpenReadOnly(ts.MkAbs(".taoflow"))
 		if err != nil {
-			continue // not made yet
+			return false // not made yet
 		}
+		defer st.Close()
 		ctx := context.Background()
 		last = last[:0]
 		if r, err := st.LatestRun(ctx); err == nil {
@@ -131,16 +179,16 @@ func cmdWaitNode(ts *testscript.TestScript, neg bool, args []string) {
 					if match(n.ID) {
 						last = append(last, n.ID+"="+n.State)
 						if n.State == args[1] {
-							st.Close()
-							return
+							return true
 						}
 					}
 				}
 			}
 		}
-		st.Close()
+		return false
+	}) {
+		ts.Fatalf("no node %s became %s within %s (last: %q)", args[0], args[1], limit, last)
 	}
-	ts.Fatalf("no node %s became %s within %s (last: %q)", args[0], args[1], limit, last)
 }
 
 // waitlog NODE TEXT: wait (up to 60s) until the log of node NODE of the
@@ -149,12 +197,9 @@ func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 || neg {
 		ts.Fatalf("usage: waitlog node text")
 	}
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if strings.Contains(nodeLog(ts.MkAbs(".taoflow"), args[0]), args[1]) {
-			return
-		}
-	}
-	ts.Fatalf("the log of node %s did not show %q within 60s", args[0], args[1])
+	testrig.Eventually(ts, 60*time.Second, fmt.Sprintf("the log of node %s to show %q", args[0], args[1]), func() bool {
+		return strings.Contains(nodeLog(ts.MkAbs(".taoflow"), args[0]), args[1])
+	})
 }
 
 // nodeLog returns the log of node of the latest run in the state at dir,
@@ -178,7 +223,9 @@ func nodeLog(dir, node string) string {
 	return string(b)
 }
 
-// sleep DURATION: pause (signals sent back to back can merge into one).
+// sleep DURATION: pause. Never to order anything (a script waits for what
+// it needs with waitfile, waitgrep, waitnode, waitlog or waitfact); no
+// script uses it now.
 func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 || neg {
 		ts.Fatalf("usage: sleep duration")
@@ -196,20 +243,17 @@ func cmdProcs(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: [!] procs text")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		found := processesWith(args[0])
-		if len(found) > 0 != neg {
-			return
-		}
-		if time.Now().After(deadline) {
-			if neg {
-				ts.Fatalf("processes still running with %q in their command line: %s", args[0], strings.Join(found, "; "))
-			}
-			ts.Fatalf("no process has %q in its command line", args[0])
-		}
-		time.Sleep(50 * time.Millisecond)
+	var found []string
+	if testrig.Within(10*time.Second, func() bool {
+		found = processesWith(args[0])
+		return len(found) > 0 != neg
+	}) {
+		return
 	}
+	if neg {
+		ts.Fatalf("processes still running with %q in their command line: %s", args[0], strings.Join(found, "; "))
+	}
+	ts.Fatalf("no process has %q in its command line", args[0])
 }
 
 // noargv TEXT SECONDS: sample every process's argv for SECONDS; fail if any

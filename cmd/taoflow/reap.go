@@ -78,7 +78,7 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 	default:
 		return usageError(fmt.Errorf("--only %q: use %s or %s", f.only, runner.ReapBrev, runner.ReapContainers))
 	}
-	r, err := runner.Reap(ctx, runner.ReapConfig{StateDir: g.stateDir, Plans: f.plans, BrevBinary: f.binary, Only: f.only})
+	r, err := runner.Reap(ctx, runner.ReapConfig{StateDir: g.stateDir, Plans: f.plans, BrevBinary: f.binary, Only: f.only, TransientBackoff: g.transientBackoff})
 	if err != nil {
 		return err
 	}

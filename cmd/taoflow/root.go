@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +16,24 @@ import (
 // globals are the flags every command has.
 type globals struct {
 	stateDir string
+	// transientBackoff is the pause before a command whose connection
+	// failed before it ran is tried again (env TAOFLOW_RETRY_BACKOFF;
+	// 0: steps.DefaultTransientBackoff).
+	transientBackoff time.Duration
+}
+
+// fromEnv reads the settings that come from the environment alone.
+func (g *globals) fromEnv() error {
+	v := os.Getenv("TAOFLOW_RETRY_BACKOFF")
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return usageError(fmt.Errorf("TAOFLOW_RETRY_BACKOFF=%q: want a positive duration such as 1s", v))
+	}
+	g.transientBackoff = d
+	return nil
 }
 
 // run runs the command line args. An error from before a command's RunE
@@ -71,7 +91,11 @@ unknown run or invalid plan (nothing started); 3 teardown incomplete
 interrupted (teardown done).
 
 Commands that print data take --json (-o json is the same); apply takes
---output json (or --json, -o json). Their schemas: docs/json.md.`,
+--output json (or --json, -o json). Their schemas: docs/json.md.
+
+Environment: TAOFLOW_STATE is --state's default; TAOFLOW_RETRY_BACKOFF (a
+duration, default 1s) is the pause before a remote command whose connection
+failed before it ran is tried again, doubled before each later try.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		CompletionOptions: cobra.CompletionOptions{
@@ -103,6 +127,13 @@ Commands that print data take --json (-o json is the same); apply takes
 		newVersionCmd(io),
 	)
 	addOutputFlags(root)
+	resolve := root.PersistentPreRunE
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if err := g.fromEnv(); err != nil {
+			return err
+		}
+		return resolve(c, args)
+	}
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root

@@ -38,6 +38,8 @@ func TestSSHScripts(t *testing.T) {
 			env.Setenv("HOME_B", homes["box-b"])
 			env.Setenv("LOCAL_IMAGE", image)
 			env.Setenv("NAME", testrig.UniqueName(t)+"-"+filepath.Base(env.WorkDir))
+			// A host that refuses is tried four times without seconds between.
+			env.Setenv("TAOFLOW_RETRY_BACKOFF", "10ms")
 			return os.WriteFile(filepath.Join(env.WorkDir, "ssh_config"), config, 0o600)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/sourcegraph/conc"
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/runner"
@@ -84,6 +88,12 @@ func (v *humanView) Outcome(o runner.Outcome) {
 	}
 	if len(o.Left) > 0 {
 		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(o.Left, ", "))
+		var left *multierror.Error
+		if errors.As(o.Teardown, &left) {
+			for _, err := range left.Errors {
+				fmt.Fprintf(w, "taoflow:   %v\n", err)
+			}
+		}
 		fmt.Fprintf(w, "taoflow: remove them with: %s\n", o.RemoveCommand)
 	}
 	fmt.Fprintf(w, "taoflow: run %s %s\n", o.RunID, o.Message)
@@ -228,7 +238,7 @@ type liveView struct {
 	insts   map[string]string // instance → what it is doing, for the instances line
 	iorder  []string
 	stop    chan struct{}
-	done    chan struct{}
+	loop    conc.WaitGroup // the redraw loop; Close waits for it (and re-panics its panic)
 	started time.Time
 }
 
@@ -240,12 +250,12 @@ type liveRow struct {
 
 func newLiveView(w io.Writer, g *engine.Graph, size func() (int, int)) *liveView {
 	v := &liveView{w: w, width: size, rows: map[string]*liveRow{}, insts: map[string]string{},
-		stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
+		stop: make(chan struct{}), started: time.Now()}
 	for _, n := range g.Nodes {
 		v.rows[n.ID] = &liveRow{node: n.ID, instance: n.Instance, state: engine.Pending}
 		v.order = append(v.order, n.ID)
 	}
-	go v.loop()
+	v.loop.Go(v.redraw)
 	return v
 }
 
@@ -284,8 +294,7 @@ func (v *liveView) Event(e engine.Event) {
 	}
 }
 
-func (v *liveView) loop() {
-	defer close(v.done)
+func (v *liveView) redraw() {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -302,7 +311,7 @@ func (v *liveView) loop() {
 // Close draws the final table and stops redrawing.
 func (v *liveView) Close() {
 	close(v.stop)
-	<-v.done
+	v.loop.Wait()
 }
 
 func (v *liveView) draw() {

@@ -1,7 +1,6 @@
 package provenance
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +28,7 @@ func write(t *testing.T, path, body string) {
 }
 
 func TestGitStateCleanDirtyNoRepo(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	dir := t.TempDir()
 
 	g := GitState(ctx, dir)
@@ -81,7 +80,7 @@ func TestCollect(t *testing.T) {
 	dir := t.TempDir()
 	plan := filepath.Join(dir, "p.yaml")
 	write(t, plan, "x")
-	info := Collect(context.Background(), plan, "v9")
+	info := Collect(t.Context(), plan, "v9")
 	host, _ := os.Hostname()
 	if info.PlanPath != plan || info.Version != "v9" || info.Host != host || info.User == "" || info.Git == nil || info.Git.Repo {
 		t.Fatalf("%+v", info)

@@ -193,16 +193,13 @@ func startDetached(t *testing.T, img string, dockerArgs []string, args ...string
 // waitLog polls the container's log until it contains want.
 func waitLog(t *testing.T, name, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := Docker(t, "logs", name)
-		if err == nil && strings.Contains(out, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: log never showed %q: %v\n%s", name, want, err, out)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var out string
+	var err error
+	if !Within(30*time.Second, func() bool {
+		out, err = Docker(t, "logs", name)
+		return err == nil && strings.Contains(out, want)
+	}) {
+		t.Fatalf("%s: log never showed %q: %v\n%s", name, want, err, out)
 	}
 }
 

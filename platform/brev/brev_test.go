@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
 	"github.com/taoflow/taoflow/platform/platformtest"
@@ -191,10 +192,8 @@ func TestCreateExecSSH(t *testing.T) {
 	}
 	// Delete asked the instance's master to exit while its alias still
 	// resolved.
-	for deadline := time.Now().Add(5 * time.Second); len(sshMasters(run)) > 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ssh masters %v survived Delete", sshMasters(run))
-		}
+	if !testrig.Within(5*time.Second, func() bool { return len(sshMasters(run)) == 0 }) {
+		t.Fatalf("ssh masters %v survived Delete", sshMasters(run))
 	}
 	if got := f.Status(name); got != "" && got != "DELETING" {
 		t.Errorf("after Delete the instance is %s", got)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
@@ -162,11 +163,7 @@ func TestExecTransportClosesBrevMasters(t *testing.T) {
 // asked to exit takes a moment to go), failing after a while.
 func waitMasters(t *testing.T, f *brevtest.Fake, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(f.Masters()) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("brev's ssh masters: %v; want %d", f.Masters(), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testrig.Within(10*time.Second, func() bool { return len(f.Masters()) == n }) {
+		t.Fatalf("brev's ssh masters: %v; want %d", f.Masters(), n)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/taoflow/taoflow/internal/testrig"
 )
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]*$`)
@@ -392,15 +394,9 @@ esac
 	}
 	// The shell led its own process group; nothing of it is left (once
 	// init has reaped the orphaned sleeps).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		err := syscall.Kill(-pid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process group %d is still there (%v)", pid, err)
-		}
-	}
+	testrig.Eventually(t, 5*time.Second, "process group "+strconv.Itoa(pid)+" to be gone", func() bool {
+		return errors.Is(syscall.Kill(-pid, 0), syscall.ESRCH)
+	})
 }
 
 // TestSummaryKeepsCause: brev create's cause ("unexpected EOF") comes

@@ -24,7 +24,7 @@ func TestExec(t *testing.T) {
 		return newInstance(t)
 	})
 	l, inst := newInstance(t)
-	res, err := l.Exec(context.Background(), inst, `[ "$(pwd -P)" = "$HOME" ] && [ "$TMPDIR" = "$HOME/tmp" ] && [ -d "$TMPDIR" ]`, nil)
+	res, err := l.Exec(t.Context(), inst, `[ "$(pwd -P)" = "$HOME" ] && [ "$TMPDIR" = "$HOME/tmp" ] && [ -d "$TMPDIR" ]`, nil)
 	if err != nil || res.ExitCode != 0 {
 		t.Errorf("the script did not run in the sandbox: exit %d, %v, %q", res.ExitCode, err, res.Stderr)
 	}
@@ -35,7 +35,7 @@ func TestExecCleanEnvironment(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///run/test-docker.sock")
 	t.Setenv("DOCKER_CONFIG", "/somewhere/else")
 	l, inst := newInstance(t)
-	res, err := l.Exec(context.Background(), inst, "env", nil)
+	res, err := l.Exec(t.Context(), inst, "env", nil)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("env: %v, exit %d, stderr %q", err, res.ExitCode, res.Stderr)
 	}
@@ -75,7 +75,7 @@ func TestExecOutputCap(t *testing.T) {
 	l, inst := newInstance(t)
 	const total = 20 << 20
 	script := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' a; printf END; head -c %d /dev/zero >&2", total, total)
-	res, err := l.Exec(context.Background(), inst, script, nil)
+	res, err := l.Exec(t.Context(), inst, script, nil)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%v, exit %d", err, res.ExitCode)
 	}
@@ -96,7 +96,7 @@ func (stopCause) Error() string { return "test stopped the step" }
 
 func TestExecCancelKillsProcessGroup(t *testing.T) {
 	l, inst := newInstance(t)
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
 
 	pidFile := filepath.Join(inst.Ref, "pid")
@@ -112,22 +112,19 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 
 	// Wait until the shell and both sleeps are running in the shell's group.
 	var pgid int
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the script's processes did not start (pgid %d, members %v)", pgid, groupMembers(t, pgid))
-		}
+	if !testrig.Within(30*time.Second, func() bool {
 		if pgid == 0 {
 			b, err := os.ReadFile(pidFile)
 			if err != nil {
-				continue
+				return false
 			}
 			if pgid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if len(groupMembers(t, pgid)) >= 3 {
-			break
-		}
+		return len(groupMembers(t, pgid)) >= 3
+	}) {
+		t.Fatalf("the script's processes did not start (pgid %d, members %v)", pgid, groupMembers(t, pgid))
 	}
 
 	cancel(stopCause{})
@@ -146,12 +143,12 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 	}
 
 	var left []int
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if left = groupMembers(t, pgid); len(left) == 0 {
-			return
-		}
+	if !testrig.Within(5*time.Second, func() bool {
+		left = groupMembers(t, pgid)
+		return len(left) == 0
+	}) {
+		t.Errorf("processes %v of group %d survived the cancel", left, pgid)
 	}
-	t.Errorf("processes %v of group %d survived the cancel", left, pgid)
 }
 
 // groupMembers returns the live (not zombie) processes in process group pgid.
@@ -162,7 +159,7 @@ func groupMembers(t *testing.T, pgid int) []int {
 
 func TestExecErrors(t *testing.T) {
 	l, inst := newInstance(t)
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(t.Context())
 	cancel(stopCause{})
 	res, err := l.Exec(ctx, inst, "touch ran", nil)
 	if !errors.Is(err, stopCause{}) {
@@ -175,10 +172,10 @@ func TestExecErrors(t *testing.T) {
 		t.Error("the script ran on a cancelled context")
 	}
 
-	if err := l.Delete(context.Background(), inst); err != nil {
+	if err := l.Delete(t.Context(), inst); err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.Exec(context.Background(), inst, "true", nil)
+	_, err = l.Exec(t.Context(), inst, "true", nil)
 	var ee *platform.ExecError
 	if !errors.As(err, &ee) || !errors.Is(err, platform.ErrNotFound) || ee.Instance != "gpu-a" {
 		t.Errorf("Exec on a deleted sandbox: error %v, want an ExecError wrapping ErrNotFound", err)

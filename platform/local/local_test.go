@@ -1,7 +1,6 @@
 package local
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -17,7 +16,7 @@ import (
 func newInstance(t *testing.T) (*Local, platform.Instance) {
 	t.Helper()
 	l := New(filepath.Join(t.TempDir(), "sandboxes"))
-	inst, err := l.Create(context.Background(), "run1", platform.Spec{Name: "gpu-a"})
+	inst, err := l.Create(t.Context(), "run1", platform.Spec{Name: "gpu-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func TestCreate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(inst.Ref, "kept"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again, err := l.Create(context.Background(), "run1", platform.Spec{Name: "gpu-a"})
+	again, err := l.Create(t.Context(), "run1", platform.Spec{Name: "gpu-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +79,7 @@ func TestCreateRefuses(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "sandboxes")
-			if _, err := New(root).Create(context.Background(), tt.run, tt.spec); err == nil {
+			if _, err := New(root).Create(t.Context(), tt.run, tt.spec); err == nil {
 				t.Fatalf("Create(%q, %+v) succeeded", tt.run, tt.spec)
 			}
 			if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
@@ -95,7 +94,7 @@ func TestDelete(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(inst.Ref, "a", "b"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Delete(context.Background(), inst); err != nil {
+	if err := l.Delete(t.Context(), inst); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(inst.Ref); !errors.Is(err, os.ErrNotExist) {
@@ -104,7 +103,7 @@ func TestDelete(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(inst.Ref)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("empty run directory still there after Delete: %v", err)
 	}
-	if err := l.Delete(context.Background(), inst); err != nil {
+	if err := l.Delete(t.Context(), inst); err != nil {
 		t.Errorf("deleting a missing sandbox: %v", err)
 	}
 }
@@ -123,7 +122,7 @@ func TestDeleteReadOnlyTree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := l.Delete(context.Background(), inst); err != nil {
+	if err := l.Delete(t.Context(), inst); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(inst.Ref); !errors.Is(err, os.ErrNotExist) {
@@ -165,7 +164,7 @@ func TestDeleteRefuses(t *testing.T) {
 	}
 	for name, ref := range tests {
 		t.Run(name, func(t *testing.T) {
-			if err := l.Delete(context.Background(), platform.Instance{Name: "x", Ref: ref}); err == nil {
+			if err := l.Delete(t.Context(), platform.Instance{Name: "x", Ref: ref}); err == nil {
 				t.Errorf("Delete(%q) succeeded", ref)
 			}
 		})
@@ -179,7 +178,7 @@ func TestDeleteRefuses(t *testing.T) {
 
 func TestList(t *testing.T) {
 	l := New(filepath.Join(t.TempDir(), "sandboxes"))
-	ctx := context.Background()
+	ctx := t.Context()
 	got, err := l.List(ctx)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("List before any sandbox = %v, %v; want none", got, err)
@@ -237,7 +236,7 @@ func TestInstanceRef(t *testing.T) {
 	l := New(t.TempDir())
 	spec := platform.Spec{Name: "gpu"}
 	want := l.InstanceRef("r1", spec)
-	inst, err := l.Create(context.Background(), "r1", spec)
+	inst, err := l.Create(t.Context(), "r1", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,21 +250,21 @@ func TestInstanceRef(t *testing.T) {
 func TestAdopt(t *testing.T) {
 	l := New(t.TempDir())
 	spec := platform.Spec{Name: "gpu"}
-	inst, err := l.Create(context.Background(), "r1", spec)
+	inst, err := l.Create(t.Context(), "r1", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(inst.Ref, "kept"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again, err := l.Adopt(context.Background(), "r1", spec, inst.Ref)
+	again, err := l.Adopt(t.Context(), "r1", spec, inst.Ref)
 	if err != nil || again.Ref != inst.Ref || !again.Created {
 		t.Fatalf("Adopt = %+v, %v", again, err)
 	}
 	if _, err := os.Stat(filepath.Join(again.Ref, "kept")); err != nil {
 		t.Errorf("the adopted sandbox lost its files: %v", err)
 	}
-	if _, err := l.Adopt(context.Background(), "r1", spec, "/elsewhere"); err == nil {
+	if _, err := l.Adopt(t.Context(), "r1", spec, "/elsewhere"); err == nil {
 		t.Error("Adopt of a sandbox recorded elsewhere succeeded")
 	}
 }

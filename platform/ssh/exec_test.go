@@ -226,11 +226,9 @@ func TestExecCancelKillsRemote(t *testing.T) {
 				res, err := s.Exec(ctx, inst, fmt.Sprintf("echo started; %s & %s", bg, fg), nil)
 				done <- outcome{res, err}
 			}()
-			for deadline := time.Now().Add(30 * time.Second); len(procs(fg)) == 0 || len(procs(bg)) == 0; time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the remote sleeps did not start")
-				}
-			}
+			testrig.Eventually(t, 30*time.Second, "the remote sleeps to start", func() bool {
+				return len(procs(fg)) > 0 && len(procs(bg)) > 0
+			})
 
 			cancel(stopCause{})
 			cancelled := time.Now()
@@ -252,12 +250,10 @@ func TestExecCancelKillsRemote(t *testing.T) {
 				t.Errorf("output so far = %q, want \"started\\n\"", got.res.Stdout)
 			}
 			var left []int
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				if left = append(procs(fg), procs(bg)...); len(left) == 0 {
-					break
-				}
-			}
-			if len(left) > 0 {
+			if !testrig.Within(10*time.Second, func() bool {
+				left = append(procs(fg), procs(bg)...)
+				return len(left) == 0
+			}) {
 				t.Errorf("remote processes %v survived the cancel", left)
 			}
 			if files := newFiles(before, "/tmp/.taoflow-*"); len(files) > 0 {
@@ -322,11 +318,7 @@ func TestKillClientOnly(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(procs(sleep)) == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the remote sleep did not start")
-		}
-	}
+	testrig.Eventually(t, 30*time.Second, "the remote sleep to start", func() bool { return len(procs(sleep)) > 0 })
 	_ = platform.KillGroup(cmd.Process.Pid)
 	_ = cmd.Wait()
 	time.Sleep(time.Second) // give sshd time to do whatever it does
@@ -355,12 +347,10 @@ func TestExecConnectionLost(t *testing.T) {
 		done <- err
 	}()
 	var pids []int
-	for deadline := time.Now().Add(30 * time.Second); len(pids) == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the remote sleep did not start")
-		}
+	testrig.Eventually(t, 30*time.Second, "the remote sleep to start", func() bool {
 		pids = procs(sleep)
-	}
+		return len(pids) > 0
+	})
 	// The session leader is the wrapper; its parent is sshd's process for
 	// the connection. Killing that drops the connection.
 	_, sid, ok := procStat(pids[0])
@@ -413,11 +403,7 @@ func TestMasterDies(t *testing.T) {
 			if err := syscall.Kill(ms[0], syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(10 * time.Second); len(masters(s.dir)) > 0; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the killed master did not go away")
-				}
-			}
+			testrig.Eventually(t, 10*time.Second, "the killed master to go away", func() bool { return len(masters(s.dir)) == 0 })
 		}
 	}
 	if got := srv.Handshakes(); got != 2 {
@@ -439,9 +425,7 @@ func TestExecQueuedCancel(t *testing.T) {
 		first <- err
 	}()
 	h, _ := s.host(inst.Ref)
-	for len(h.sem) == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testrig.Eventually(t, time.Minute, "the first Exec to hold the only slot", func() bool { return len(h.sem) > 0 })
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(200*time.Millisecond, func() { cancel(stopCause{}) })
 	res, err := s.Exec(ctx, inst, "echo must-not-run", nil)

@@ -2,6 +2,9 @@
 # procfuncs: shell functions the process scripts share.
 # Parameters: tf_limit (tenths of a second between TERM and KILL).
 #
+# Builtins only where the answer allows (read, kill, parameter expansion):
+# a poll over many jobs must not start processes per job.
+#
 # tf_alive PID: PID is a live process (not a zombie: an instance whose init
 # does not reap orphans keeps them).
 # tf_group PGID: the process group has a live member.
@@ -13,18 +16,22 @@
 tf_alive() {
 	kill -0 "$1" 2>/dev/null || return 1
 	[ -r "/proc/$1/stat" ] || return 0
-	tf_s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	# The state is the first field after the command name's last ") ".
+	tf_s=
+	read -r tf_s 2>/dev/null < "/proc/$1/stat"
+	tf_s=${tf_s##*) }
+	tf_s=${tf_s%% *}
 	[ -n "$tf_s" ] && [ "$tf_s" != Z ]
 }
 tf_group() {
-	if [ -r /proc/self/stat ]; then
-		cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '{ sub(/.*\) /, "") } $3 == g && $1 != "Z" { f = 1 } END { exit !f }'
-	else
-		kill -0 -"$1" 2>/dev/null
-	fi
+	# No member at all, zombies included: no process to start.
+	kill -0 -"$1" 2>/dev/null || return 1
+	[ -r /proc/self/stat ] || return 0
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$1" '{ sub(/.*\) /, "") } $3 == g && $1 != "Z" { f = 1 } END { exit !f }'
 }
 tf_pid() {
-	tf_p=$(cat "$1/pid" 2>/dev/null) || return 1
+	tf_p=
+	read -r tf_p 2>/dev/null < "$1/pid"
 	case $tf_p in ''|*[!0-9]*) return 1;; esac
 	[ "$tf_p" -gt 1 ]
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 )
@@ -131,7 +132,7 @@ func TestRefreshWithoutSSHWritesNoEntries(t *testing.T) {
 
 func TestConcurrentRefresh(t *testing.T) {
 	f := brevtest.Start(t, brevtest.Options{RefreshDelay: time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	ctx, cancel := context.WithTimeout(t.Context(), hangGuard)
 	defer cancel()
 	first := exec.CommandContext(ctx, f.Binary, "refresh")
 	first.Env = f.Env()
@@ -140,15 +141,10 @@ func TestConcurrentRefresh(t *testing.T) {
 	}
 	// Wait until the first is in progress (its marker is there), then start
 	// the second inside its delay.
-	for {
-		if m, _ := filepath.Glob(filepath.Join(f.Dir, "refreshing", "*")); len(m) > 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the first refresh never marked itself in progress")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testrig.Eventually(t, hangGuard, "the first refresh to mark itself in progress", func() bool {
+		m, _ := filepath.Glob(filepath.Join(f.Dir, "refreshing", "*"))
+		return len(m) > 0
+	})
 	mustBrev(t, f, "refresh")
 	if err := first.Wait(); err != nil {
 		t.Fatalf("first refresh: %v", err)

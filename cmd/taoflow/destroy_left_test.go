@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taoflow/taoflow/state"
+)
+
+// TestDestroyNamesWhatIsLeft: when destroy cannot remove resources, it
+// lists each (run, resource, why), names the command that removes what is
+// left, and exits 3.
+func TestDestroyNamesWhatIsLeft(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ctx := t.Context()
+	store, err := state.Open(".taoflow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const run = "lost-1203-000000-abcd"
+	if err := store.CreateRun(ctx, state.Run{ID: run, Name: "lost", State: state.RunRunning, PID: 4194305, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		id, err := store.RecordIntent(ctx, state.Resource{RunID: run, Kind: state.KindInstance, Name: name, Instance: name, Platform: "gone-cloud"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.MarkCreated(ctx, id, map[string]string{"ref": "tf-" + name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close()
+
+	code, _, errOut := applyCLI(t, "destroy", run, "--yes")
+	if code != exitTeardown {
+		t.Errorf("destroy exit %d, want 3\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		"taoflow: 2 resources could not be removed; they may still exist (and bill):\n",
+		"taoflow:   run " + run + ": instance a (tf-a): resources on the \"gone-cloud\" platform",
+		"taoflow:   run " + run + ": instance b (tf-b): resources on the \"gone-cloud\" platform",
+		"taoflow: remove what is left of run " + run + " with: taoflow destroy " + run + " --yes\n",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}

@@ -1,0 +1,12 @@
+# shellcheck shell=sh
+# proc-supervisor: the detached shell that runs a host-process job, in a
+# session of its own (proc-submit starts it with setsid; its pid is the
+# job's process group). It outlives TERM, runs cmd.sh, and writes rc.
+# Parameters: none; $1 is the job directory.
+#
+# rc is written in one write (no temporary file and mv: no process); a
+# reader that finds rc empty while this shell lives reads the job as
+# running (proc-status).
+trap : TERM INT HUP
+sh "$1/cmd.sh" > "$1/log" 2>&1 < /dev/null
+echo "$?" > "$1/rc"
