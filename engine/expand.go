@@ -368,6 +368,10 @@ func (g *Graph) With(n *Node, sc Scope) *plan.Value {
 			if sc.RunID != "" {
 				return sc.RunID, true
 			}
+		case plan.NSPlan:
+			if r.Name == "dir" {
+				return g.Plan.Dir(), true
+			}
 		case plan.NSInstance:
 			inst := n.Instance
 			if inst == "" {

@@ -48,10 +48,10 @@ func (x *execution) finish(nr *nodeRun, st NodeState, msg string, code *int) {
 			x.wakeSlots(g.instance)
 		}
 	}
-	// An upload that ran and did not succeed leaves results only on the
-	// instance's disk: it must not be deleted (one that never started, because
-	// its training failed, has nothing to lose).
-	if nr.n.Step.Uses == plan.KindUploadS3 && nr.started && st != Succeeded && nr.instance != "" {
+	// An upload or fetch that ran and did not succeed leaves results only
+	// on the instance's disk: it must not be deleted (one that never
+	// started, because its training failed, has nothing to lose).
+	if plan.SavesResults(nr.n.Step.Uses) && nr.started && st != Succeeded && nr.instance != "" {
 		x.insts[nr.instance].uploadFailed = true
 	}
 	x.emit(Event{Type: NodeEnded, Node: nr.n.ID, Step: nr.n.Step.ID, Instance: nr.instance, State: st, Message: msg, ExitCode: code})

@@ -121,11 +121,11 @@ func (c *checker) declared(name string) bool {
 // the position to blame.
 func (c *checker) stepSecrets(s *Step) []Name {
 	switch s.Uses {
-	case KindRun, KindUploadS3:
+	case KindRun, KindUploadS3, KindDownloadS3:
 		if env := s.With.Get("env"); env != nil {
 			return names(env)
 		}
-		if s.Uses == KindUploadS3 {
+		if s.Uses != KindRun {
 			var out []Name
 			for _, n := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
 				if c.declared(n) {
@@ -203,6 +203,8 @@ func (c *checker) step(s *Step) {
 			c.d.errorf(s.IDPos, "wait step %q must need a run step: it waits for the jobs that step launched", s.ID)
 		}
 		c.waitWhereRun(s)
+	case KindSend, KindFetch:
+		c.transfer(s) // transfer.go
 	}
 	for _, n := range c.stepSecrets(s) {
 		if !c.declared(n.Name) {
@@ -581,10 +583,14 @@ func (c *checker) template(v *Value, s *Step) {
 			if r.Name != "name" {
 				c.d.errorf(pos, "unknown instance field %q (instance.name exists)", r.Name)
 			}
+		case NSPlan:
+			if r.Name != "dir" {
+				c.d.errorf(pos, "unknown plan field %q (plan.dir exists)", r.Name)
+			}
 		case NSSecrets:
 			c.d.errorf(pos, "secrets are never interpolated into commands: list %s under this step's with.env and read it as $%s in the command", r.Name, r.Name)
 		default:
-			c.d.errorf(pos, "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, slot, run or instance)", r.NS, r)
+			c.d.errorf(pos, "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, slot, run, instance or plan)", r.NS, r)
 		}
 	}
 }
@@ -682,11 +688,11 @@ func (c *checker) runWithoutWait() {
 	}
 }
 
-// uploadAfterDelete finds upload-s3 steps ordered after a delete of one of
-// their instances: the results would be gone.
+// uploadAfterDelete finds upload-s3 and fetch steps ordered after a
+// delete of one of their instances: the results would be gone.
 func (c *checker) uploadAfterDelete() {
 	for _, u := range c.p.AllSteps() {
-		if u.Uses != KindUploadS3 {
+		if !SavesResults(u.Uses) {
 			continue
 		}
 		before := c.ancestors(u)
@@ -698,7 +704,7 @@ func (c *checker) uploadAfterDelete() {
 				continue
 			}
 			if shared := intersect(c.p.Pool(u), c.p.Pool(d)); len(shared) > 0 {
-				c.d.errorf(u.IDPos, "upload-s3 step %q runs after delete step %q on %s: the results would already be gone; order the delete after the upload", u.ID, d.ID, strings.Join(shared, ", "))
+				c.d.errorf(u.IDPos, "%s step %q runs after delete step %q on %s: the results would already be gone; order the delete after the %s", u.Uses, u.ID, d.ID, strings.Join(shared, ", "), strings.TrimSuffix(u.Uses, "-s3"))
 			}
 		}
 	}

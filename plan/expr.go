@@ -14,6 +14,8 @@ const (
 	NSInstance = "instance"
 	NSSlot     = "slot"
 	NSSecrets  = "secrets"
+	// NSPlan holds plan.dir, the absolute directory of the plan file.
+	NSPlan = "plan"
 )
 
 // Ref is one ${{ ns.name }} reference inside a template.

@@ -91,10 +91,10 @@ func (c *checker) resultsNotUploaded(s *Step) {
 	if len(lost) == 0 {
 		return
 	}
-	if slices.ContainsFunc(c.descendants(s), func(t *Step) bool { return t.Uses == KindUploadS3 }) {
+	if slices.ContainsFunc(c.descendants(s), func(t *Step) bool { return SavesResults(t.Uses) }) {
 		return
 	}
-	c.d.warnf(res.Pos, "run step %q writes its results to %s on %s, which this run deletes at teardown, and no upload-s3 step after it copies them: the results are deleted with the instance (add an upload-s3 step that needs the wait of %s, or keep: true on the instance)", s.ID, clip(res.Text), strings.Join(lost, ", "), s.ID)
+	c.d.warnf(res.Pos, "run step %q writes its results to %s on %s, which this run deletes at teardown, and no upload-s3 or fetch step after it copies them: the results are deleted with the instance (add an upload-s3 or fetch step that needs the wait of %s, or keep: true on the instance)", s.ID, clip(res.Text), strings.Join(lost, ", "), s.ID)
 }
 
 func (c *checker) imageNotPulled(s *Step) {

@@ -1,6 +1,9 @@
 package plan
 
-import "time"
+import (
+	"path/filepath"
+	"time"
+)
 
 // Step kinds (the values of `uses`).
 const (
@@ -11,7 +14,26 @@ const (
 	KindWait      = "wait"
 	KindUploadS3  = "upload-s3"
 	KindDelete    = "delete"
+	// KindSend copies files from the laptop (the plan's directory) to the
+	// instance; KindDownloadS3 stages inputs in from S3 on the instance;
+	// KindFetch copies an instance directory back to the laptop.
+	KindSend       = "send"
+	KindDownloadS3 = "download-s3"
+	KindFetch      = "fetch"
 )
+
+// SavesResults reports whether a step of kind copies results off their
+// instance (upload-s3, fetch): one that ran and did not succeed leaves the
+// results only on the instance's disk, which must then not be deleted.
+func SavesResults(kind string) bool {
+	return kind == KindUploadS3 || kind == KindFetch
+}
+
+// Streams reports whether a step of kind moves files over the transport's
+// stdin or stdout (send, fetch), which brev's transport: exec cannot carry.
+func Streams(kind string) bool {
+	return kind == KindSend || kind == KindFetch
+}
 
 // Platform kinds.
 const (
@@ -201,6 +223,16 @@ func (in *Instance) Bills(kind string) bool {
 }
 
 // Instance returns the instance named name, or nil.
+// Dir is the absolute directory of the plan file (${{ plan.dir }}): send's
+// from and fetch's to are relative to it.
+func (p *Plan) Dir() string {
+	d, err := filepath.Abs(filepath.Dir(p.File))
+	if err != nil {
+		return filepath.Dir(p.File)
+	}
+	return d
+}
+
 func (p *Plan) Instance(name string) *Instance {
 	for _, in := range p.Instances {
 		if in.Name == name {

@@ -8,8 +8,11 @@ import "strings"
 // "../.." must not move an upload's destination or a volume's host
 // directory anywhere else.
 var pathFields = map[string][]string{
-	KindRun:      {"volumes", "results", "workdir"},
-	KindUploadS3: {"from", "to"},
+	KindRun:        {"volumes", "results", "workdir"},
+	KindUploadS3:   {"from", "to"},
+	KindSend:       {"from", "to"},
+	KindDownloadS3: {"from", "to"},
+	KindFetch:      {"from", "to"},
 }
 
 // EscapingValue returns the first reference of the path template t, with

@@ -53,7 +53,7 @@ func refsUnder(v *Value) (vars, cells bool, keys map[string]bool) {
 			}
 			for _, r := range t.Refs() {
 				switch r.NS {
-				case NSVars:
+				case NSVars, NSPlan:
 					vars = true
 				case NSMatrix:
 					cells = true
@@ -89,6 +89,10 @@ func (cs *cellScope) lookup(p *Plan) func(Ref) (string, bool) {
 		switch r.NS {
 		case NSVars:
 			return p.Var(r.Name)
+		case NSPlan:
+			if r.Name == "dir" {
+				return p.Dir(), true
+			}
 		case NSMatrix:
 			if cs != nil {
 				for i, k := range cs.keys {

@@ -109,6 +109,14 @@ type Finder interface {
 	Find(ctx context.Context, inst Instance) error
 }
 
+// Streamer is a Platform that can hand a script's stdout to a writer as it
+// comes, whole, instead of keeping its last bytes in Result.Stdout (which
+// is then empty): fetch streams an archive of results through it. Stderr,
+// the exit code and cancellation are as for Exec.
+type Streamer interface {
+	ExecStream(ctx context.Context, inst Instance, script string, stdin io.Reader, stdout io.Writer) (Result, error)
+}
+
 // Closer is a Platform that holds resources (connections, control masters)
 // to release when the run ends.
 type Closer interface {

@@ -206,7 +206,7 @@ func TestEveryPropertyDescribed(t *testing.T) {
 }
 
 func TestStepKinds(t *testing.T) {
-	want := []string{"preflight", "ngc-auth", "pull", "run", "wait", "upload-s3", "delete"}
+	want := []string{"preflight", "ngc-auth", "pull", "run", "wait", "send", "download-s3", "upload-s3", "fetch", "delete"}
 	got := StepKinds()
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("StepKinds() (-want +got):\n%s", diff)

@@ -1,5 +1,5 @@
 // Package steps turns the `with:` of each node into shell scripts run on an
-// instance through a platform.Platform: the seven step kinds of docs/design.md §5.
+// instance through a platform.Platform: the ten step kinds of docs/design.md §5.
 //
 // It owns what is said to an instance and how its answers are read, so that
 // the engine only schedules and the platforms only transport. The remote
@@ -43,6 +43,16 @@
 // user name single-quoted, then docker manifest inspect of verify_image),
 // pull (recording the digest through Request.Record) and upload-s3 to s3://
 // (aws s3 sync, then a listing compared file by file with the source).
+//
+// The transfer kinds move trees between this machine and an instance:
+// send (a tar archive built here, streamed over Exec's stdin into
+// scripts/send.sh, which extracts it beside the destination, checks its
+// counts and renames it into place), fetch (scripts/fetch.sh's archive
+// read from platform.Streamer's stdout into an os.Root beside the
+// destination, checked against a listing, renamed into place) and
+// download-s3 (aws s3 sync or cp on the instance, checked against a
+// listing of the source). Both ends compare listings first (tree.go), so
+// a tree already there is not copied again.
 //
 // Failures a user can act on are *Error values with a class ("job failed",
 // "not reachable", "verification mismatch", ...); a cancelled context is

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/taoflow/taoflow/plan"
@@ -73,6 +74,40 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 		return s.previewWait(req)
 	case plan.KindUploadS3:
 		return s.previewUpload(req)
+	case plan.KindSend:
+		from, to, patterns, err := s.sendParams(req)
+		if err != nil {
+			return nil, err
+		}
+		// The counts as sent when from can be read here (reading this
+		// machine touches nothing), else placeholders.
+		want := Params{"dst": to, "want_files": "FILES", "want_bytes": "BYTES", "want_links": "LINKS"}
+		if excludes, err := excludeMatchers(patterns); err == nil {
+			if _, t, err := walkLocal(from, excludes); err == nil {
+				f, b, l := t.counts()
+				want["want_files"], want["want_bytes"], want["want_links"] = strconv.FormatInt(f, 10), strconv.FormatInt(b, 10), strconv.FormatInt(l, 10)
+			}
+		}
+		return []Command{
+			{What: "list " + to + " (nothing is sent when it holds the same files)", Script: script(Params{"path": to}, "list")},
+			{What: "extract the archive of " + from + " (streamed on stdin) next to " + to + ", check its counts, rename it into place",
+				Script: script(want, "send")},
+		}, nil
+	case plan.KindFetch:
+		from, to, err := s.fetchParams(req)
+		if err != nil {
+			return nil, err
+		}
+		return []Command{
+			{What: "list " + from + " (nothing is fetched when " + to + " holds the same files)", Script: script(Params{"path": from}, "list")},
+			{What: "archive " + from + " to stdout, extracted next to " + to + " here, checked against the listing and renamed into place", Script: script(Params{"src": from}, "fetch")},
+		}, nil
+	case plan.KindDownloadS3:
+		params, names, _, err := s.downloadParams(req)
+		if err != nil {
+			return nil, err
+		}
+		return []Command{s.withSecrets("sync, then list the source and the destination (verify every file and size)", script(params, "download"), names)}, nil
 	case plan.KindDelete:
 		cmds := []Command{{What: "stop this run's host processes", Script: s.process.(*process).cleanupScript(plan.JobPrefix(s.cfg.RunID), s.cfg.RunID, req.Instance.Name, !s.keepJobDirs(req.Instance))}}
 		if s.cfg.Plan == nil || s.cfg.Plan.RunsContainers() {

@@ -45,6 +45,9 @@ func TestPreviewIsWhatRuns(t *testing.T) {
 		c.BaseDir = t.TempDir()
 	})
 	blind := e.newSteps("r1", func(c *Config) { c.Platform = nil; c.BaseDir = s.cfg.BaseDir })
+	writeTree(t, s.cfg.BaseDir, map[string]string{"specs/a.yaml": "a: 1\n"})
+	shared := t.TempDir()
+	writeTree(t, shared, map[string]string{"x.bin": "x"})
 	job := "tf-r1-train-a"
 	nodes := []Request{
 		{NodeID: "pre@a", Step: &plan.Step{ID: "pre", Uses: plan.KindPreflight}, With: with("interval", "10ms")},
@@ -53,6 +56,8 @@ func TestPreviewIsWhatRuns(t *testing.T) {
 		{NodeID: "wait@a", Step: &plan.Step{ID: "wait", Uses: plan.KindWait}, With: with("interval", "10ms"),
 			Jobs: []Job{{ID: job, Results: "~/out"}}},
 		{NodeID: "up@a", Step: &plan.Step{ID: "up", Uses: plan.KindUploadS3}, With: with("from", "~/out", "to", "file://copied")},
+		{NodeID: "send@a", Step: &plan.Step{ID: "send", Uses: plan.KindSend}, With: with("from", "specs", "to", "~/specs")},
+		{NodeID: "stage@a", Step: &plan.Step{ID: "stage", Uses: plan.KindDownloadS3}, With: with("from", "file://"+shared, "to", "~/data")},
 	}
 	for _, req := range nodes {
 		req.Instance, req.Log = e.inst, io.Discard

@@ -34,6 +34,9 @@ const (
 	ClassTimedOut            = "timed out"
 	ClassVanished            = "job vanished"
 	ClassUploadFailed        = "upload failed"
+	ClassSendFailed          = "send failed"
+	ClassFetchFailed         = "fetch failed"
+	ClassDownloadFailed      = "download failed"
 	ClassMismatch            = "verification mismatch"
 	ClassDeleteFailed        = "delete failed"
 	ClassUnsupported         = "unsupported"
@@ -232,6 +235,12 @@ func (s *Steps) Do(ctx context.Context, req Request) error {
 		return s.wait(ctx, req)
 	case plan.KindUploadS3:
 		return s.upload(ctx, req)
+	case plan.KindSend:
+		return s.send(ctx, req)
+	case plan.KindFetch:
+		return s.fetch(ctx, req)
+	case plan.KindDownloadS3:
+		return s.download(ctx, req)
 	case plan.KindDelete:
 		return s.delete(ctx, req)
 	case plan.KindNGCAuth:

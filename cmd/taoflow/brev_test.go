@@ -840,10 +840,17 @@ func TestBrevSweepExample(t *testing.T) {
 	s3 := testrig.StartS3(t)
 	bucket := testrig.UniqueName(t)
 	s3.CreateBucket(t, bucket)
-	f, _ := brevEnv(t, brevtest.Options{})
+	f, dir := brevEnv(t, brevtest.Options{})
 	t.Setenv("NGC_KEY", reg.Password)
 	t.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+	// A copy in the work directory: the plan's fetch writes next to it.
+	body, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	example = filepath.Join(dir, "sweep-brev.yaml")
+	writePlan(t, example, string(body))
 	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", example,
 		"--var", "image="+image, "--var", "registry="+reg.Addr, "--var", "bucket=s3://"+bucket+"/sweep",
 		"--var", "s3_endpoint="+s3.Endpoint, "--var", "min_gpus=0", "--var", "gpus=0", "--var", "poll=200ms")
@@ -859,6 +866,9 @@ func TestBrevSweepExample(t *testing.T) {
 	}
 	if manifests != 6 {
 		t.Errorf("%d manifests in S3, want one per cell (6): %v", manifests, objects)
+	}
+	if fetched, _ := filepath.Glob(filepath.Join(dir, "results", "*", "*", "taoflow-run.json")); len(fetched) != 6 {
+		t.Errorf("%d cells fetched back next to the plan, want 6: %v", len(fetched), fetched)
 	}
 	creates, deletes := 0, 0
 	for _, c := range f.Calls() {

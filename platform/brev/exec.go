@@ -54,6 +54,25 @@ func (b *Brev) Exec(ctx context.Context, inst platform.Instance, script string, 
 	return s.Exec(ctx, inst, script, stdin)
 }
 
+// ExecStream is Exec writing the script's stdout to stdout as it comes
+// (platform.Streamer), over the ssh transport only: brev exec echoes the
+// instance name into stdout and replays a command that exits non-zero, so
+// its stdout is no clean byte stream.
+func (b *Brev) ExecStream(ctx context.Context, inst platform.Instance, script string, stdin io.Reader, stdout io.Writer) (platform.Result, error) {
+	fail := platform.Result{ExitCode: -1}
+	if b.cfg.Transport == TransportExec {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: errors.New("streaming files needs transport: ssh (brev exec has no stdin and mixes its own output into stdout)")}
+	}
+	if inst.Ref == "" {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: errors.New("no brev instance name (Ref)")}
+	}
+	s, err := b.transport()
+	if err != nil {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: err}
+	}
+	return s.ExecStream(ctx, inst, script, stdin, stdout)
+}
+
 // brevExec is Exec with TransportExec.
 func (b *Brev) brevExec(ctx context.Context, inst platform.Instance, script string, stdin io.Reader) (platform.Result, error) {
 	fail := platform.Result{ExitCode: -1}
@@ -237,3 +256,5 @@ func allDigits(b []byte) bool {
 	}
 	return true
 }
+
+var _ platform.Streamer = (*Brev)(nil)

@@ -29,6 +29,16 @@ const waitDelay = 2 * time.Second
 // wrapping context.Cause(ctx). Output beyond MaxOutput per stream keeps its
 // tail behind a marker line.
 func (l *Local) Exec(ctx context.Context, inst platform.Instance, script string, stdin io.Reader) (platform.Result, error) {
+	return l.exec(ctx, inst, script, stdin, nil)
+}
+
+// ExecStream is Exec writing the script's stdout to stdout as it comes,
+// uncapped; the Result's Stdout is empty (platform.Streamer).
+func (l *Local) ExecStream(ctx context.Context, inst platform.Instance, script string, stdin io.Reader, stdout io.Writer) (platform.Result, error) {
+	return l.exec(ctx, inst, script, stdin, stdout)
+}
+
+func (l *Local) exec(ctx context.Context, inst platform.Instance, script string, stdin io.Reader, out io.Writer) (platform.Result, error) {
 	fail := platform.Result{ExitCode: -1}
 	if ctx.Err() != nil {
 		return fail, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
@@ -61,6 +71,9 @@ func (l *Local) Exec(ctx context.Context, inst platform.Instance, script string,
 		cmd.Stdin, stdinW = r, w
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if out != nil {
+		cmd.Stdout = out
+	}
 	platform.InGroup(cmd, waitDelay)
 
 	if err := cmd.Start(); err != nil {
@@ -85,6 +98,9 @@ func (l *Local) Exec(ctx context.Context, inst platform.Instance, script string,
 		_ = stdinW.Close() // stop a copy still writing into a pipe nobody reads
 	}
 	res := platform.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: -1}
+	if out != nil {
+		res.Stdout = nil
+	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
 	}
@@ -129,3 +145,5 @@ func environ(dir string) []string {
 	}
 	return env
 }
+
+var _ platform.Streamer = (*Local)(nil)

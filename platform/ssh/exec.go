@@ -51,6 +51,17 @@ const killTimeout = 5 * time.Second
 // far with an error wrapping context.Cause(ctx). Exec does not wait for
 // stdin to reach EOF once the command has ended.
 func (s *SSH) Exec(ctx context.Context, inst platform.Instance, script string, stdin io.Reader) (platform.Result, error) {
+	return s.exec(ctx, inst, script, stdin, nil)
+}
+
+// ExecStream is Exec writing the script's stdout to stdout as it comes,
+// uncapped; the Result's Stdout is empty (platform.Streamer). The wrapper's
+// markers travel on stderr, so stdout is the script's bytes alone.
+func (s *SSH) ExecStream(ctx context.Context, inst platform.Instance, script string, stdin io.Reader, stdout io.Writer) (platform.Result, error) {
+	return s.exec(ctx, inst, script, stdin, stdout)
+}
+
+func (s *SSH) exec(ctx context.Context, inst platform.Instance, script string, stdin io.Reader, out io.Writer) (platform.Result, error) {
 	fail := platform.Result{ExitCode: -1}
 	if ctx.Err() != nil {
 		return fail, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
@@ -91,6 +102,9 @@ func (s *SSH) Exec(ctx context.Context, inst platform.Instance, script string, s
 	// Not bound to ctx: watch kills it, then the remote command.
 	cmd := s.command(context.Background(), h, []string{"-T"}, remote)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if out != nil {
+		cmd.Stdout = out
+	}
 	// A nil Stdin reads /dev/null. Otherwise Exec feeds the pipe itself, so
 	// that a reader that never reaches EOF cannot keep Wait from returning.
 	var stdinW *os.File
@@ -133,6 +147,9 @@ func (s *SSH) Exec(ctx context.Context, inst platform.Instance, script string, s
 	}
 
 	res := platform.Result{Stdout: stdout.Bytes(), Stderr: errTail.Bytes(), ExitCode: -1}
+	if out != nil {
+		res.Stdout = nil
+	}
 	if cancelled {
 		return res, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
 	}
@@ -320,3 +337,5 @@ func exitCode(ps *os.ProcessState) int {
 	}
 	return ps.ExitCode()
 }
+
+var _ platform.Streamer = (*SSH)(nil)

@@ -1,0 +1,167 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// downloadParams reads a download-s3 step's with: the script's parameters,
+// the secrets the AWS CLI gets, and the exclude matchers.
+func (s *Steps) downloadParams(req Request) (Params, []string, []*regexp.Regexp, error) {
+	from, to := withString(req.With, "from"), withString(req.With, "to")
+	if from == "" || to == "" {
+		return nil, nil, nil, &Error{Class: ClassInvalidConfig, Msg: "download-s3 needs with.from and with.to"}
+	}
+	if err := confinedPaths(req, "from", "to"); err != nil {
+		return nil, nil, nil, err
+	}
+	patterns := withList(req.With, "exclude")
+	for _, p := range patterns {
+		if strings.ContainsAny(p, "\r\n") {
+			return nil, nil, nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.exclude: %q holds a line break", p)}
+		}
+	}
+	excludes, err := excludeMatchers(patterns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p := Params{"dst": to, "excludes": strings.Join(patterns, "\n"), "bucket": "", "prefix": "", "endpoint": "", "region": ""}
+	for _, k := range []string{"endpoint_url", "region"} {
+		v := withString(req.With, k)
+		if strings.HasPrefix(v, "-") {
+			return nil, nil, nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.%s: %q is not a valid value", k, v)}
+		}
+		p[strings.TrimSuffix(k, "_url")] = v
+	}
+	switch {
+	case strings.HasPrefix(from, "s3://"):
+		rest := strings.TrimPrefix(from, "s3://")
+		bucket, prefix, _ := strings.Cut(rest, "/")
+		prefix = strings.Trim(prefix, "/")
+		if bucket == "" || strings.ContainsAny(bucket, " \t\r\n") || strings.HasPrefix(bucket, "-") {
+			return nil, nil, nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.from %q names no bucket (s3://BUCKET/PREFIX)", from)}
+		}
+		if prefix != "" {
+			prefix += "/"
+		}
+		p["bucket"], p["prefix"], p["src"] = bucket, prefix, "s3://"+bucket+"/"+prefix
+	case strings.HasPrefix(from, "file://"):
+		dir := strings.TrimPrefix(from, "file://")
+		if !strings.HasPrefix(dir, "/") {
+			return nil, nil, nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.from %q: a file:// source is a directory of the instance, given as an absolute path (file:///shared/data)", from)}
+		}
+		p["src"] = dir
+	default:
+		return nil, nil, nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.from %q must start with s3:// or file://", from)}
+	}
+	var secrets []string
+	if strings.HasPrefix(from, "s3://") {
+		secrets = withList(req.With, "env")
+		if secrets == nil {
+			secrets = defaultAWSEnv
+		}
+	}
+	return p, secrets, excludes, nil
+}
+
+// download stages with.from in to with.to on the instance (download.sh:
+// aws s3 sync, so what is there already is not copied again), then checks
+// that every source file the excludes leave is in the destination with its
+// size. Files the destination held before and the source does not are
+// left alone.
+func (s *Steps) download(ctx context.Context, req Request) error {
+	params, names, excludes, err := s.downloadParams(req)
+	if err != nil {
+		return err
+	}
+	prelude, secrets, err := s.secretEnv(names)
+	if err != nil {
+		return err
+	}
+	inst := req.Instance
+	from, to := withString(req.With, "from"), withString(req.With, "to")
+	fmt.Fprintf(req.Log, "staging %s in to %s on %s\n", from, to, inst.Name)
+	res, err := s.exec(ctx, inst, prelude+script(params, "download"), secrets)
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return s.fail(ClassDownloadFailed, err, "downloading %s to %s: %v", from, inst.Name, err)
+	case res.ExitCode == exitNoPath:
+		return s.fail(ClassDownloadFailed, nil, "%s is not a directory on %s", params["src"], inst.Name)
+	case res.ExitCode == exitNoAWS:
+		return s.fail(ClassDownloadFailed, nil, "the AWS CLI (aws) is not installed on %s", inst.Name)
+	case res.ExitCode == exitNoSecret:
+		return s.fail(ClassDownloadFailed, nil, "downloading %s on %s: the credentials did not arrive on stdin", from, inst.Name)
+	case res.ExitCode == exitNoWrite:
+		return s.fail(ClassDownloadFailed, nil, "%s on %s cannot be written: %s", to, inst.Name, s.lastLine(res.Stderr))
+	case res.ExitCode != 0:
+		return s.fail(ClassDownloadFailed, nil, "downloading %s to %s on %s failed (exit code %d)%s: %s", from, to, inst.Name, res.ExitCode, diskFull(res.Stderr, "the instance's"), s.lastLine(res.Stderr))
+	}
+	srcOut, dstOut, ok := splitSections(res.Stdout)
+	if !ok {
+		return s.fail(ClassDownloadFailed, nil, "the download script on %s did not print its listings", inst.Name)
+	}
+	var src map[string]int64
+	if params["bucket"] != "" {
+		if src, err = parseObjects(srcOut, params["prefix"]); err != nil {
+			return s.fail(ClassDownloadFailed, err, "listing %s: %v", from, err)
+		}
+		for k := range src {
+			if matchesAny(excludes, k) {
+				delete(src, k)
+			}
+		}
+		delete(src, "") // the prefix's own "directory" marker
+	} else {
+		src = parseSource(srcOut, excludes)
+	}
+	dst := parseSource(dstOut, nil)
+	files, bytes := totals(src)
+	if len(src) == 0 && params["bucket"] != "" {
+		return s.fail(ClassDownloadFailed, nil, "%s holds no objects (is the bucket or prefix right?)", from)
+	}
+	for _, k := range sortedKeys(src) {
+		n, ok := dst[k]
+		switch {
+		case !ok:
+			return s.fail(ClassMismatch, nil, "%s holds %d files (%d bytes), but %s on %s lacks %s", from, files, bytes, to, inst.Name, k)
+		case n != src[k]:
+			return s.fail(ClassMismatch, nil, "%s on %s has %d bytes, but %s has %d", k, inst.Name, n, from, src[k])
+		}
+	}
+	fmt.Fprintf(req.Log, "%s holds the %d files (%d bytes) of %s; verified\n", to, files, bytes, from)
+	return nil
+}
+
+// splitSections splits download.sh's output at "@@source" and "@@dest".
+func splitSections(out []byte) (src, dst []byte, ok bool) {
+	i := bytes.Index(out, []byte("@@source\n"))
+	j := bytes.LastIndex(out, []byte("\n@@dest\n"))
+	if i < 0 || j < i {
+		return nil, nil, false
+	}
+	return out[i+len("@@source\n") : j], out[j+len("\n@@dest\n"):], true
+}
+
+func matchesAny(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,277 @@
+package steps
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/taoflow/taoflow/platform"
+)
+
+// Exit codes of the transfer scripts (list.sh, send.sh, fetch.sh).
+const (
+	exitNoPath    = 80 // list.sh, fetch.sh: the path does not exist / is not a directory
+	exitNoWrite   = 84 // send.sh: cannot create the temporary directory next to the destination
+	exitExtract   = 85 // send.sh: tar failed (a full disk, a broken archive)
+	exitCountDiff = 86 // send.sh: the extracted copy does not hold what was sent
+	exitRename    = 87 // send.sh: cannot rename the copy into place
+)
+
+// localPath is a laptop path of a send or fetch: relative ones are taken
+// from the plan's directory (or, without a plan file, BaseDir).
+func (s *Steps) localPath(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	base := s.cfg.BaseDir
+	if s.cfg.Plan != nil && s.cfg.Plan.File != "" {
+		base = s.cfg.Plan.Dir()
+	}
+	return filepath.Join(base, p)
+}
+
+// sendParams reads a send step's with: from (resolved on this machine),
+// to and the exclude matchers.
+func (s *Steps) sendParams(req Request) (from, to string, excludes []string, err error) {
+	from, to = withString(req.With, "from"), withString(req.With, "to")
+	if from == "" || to == "" {
+		return "", "", nil, &Error{Class: ClassInvalidConfig, Msg: "send needs with.from and with.to"}
+	}
+	if err := confinedPaths(req, "from", "to"); err != nil {
+		return "", "", nil, err
+	}
+	if t := strings.TrimRight(to, "/"); t == "" || t == "~" || t == "." || t == ".." {
+		return "", "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q would replace a whole home or root directory: send replaces its destination, so name a directory under it (~/specs)", to)}
+	}
+	return s.localPath(from), to, withList(req.With, "exclude"), nil
+}
+
+// send copies with.from on this machine to with.to on the instance: one
+// tar archive streamed over Exec's stdin into send.sh, which extracts it
+// next to the destination, checks the counts and renames it into place.
+// When the destination already lists the same tree, nothing is sent.
+func (s *Steps) send(ctx context.Context, req Request) error {
+	from, to, patterns, err := s.sendParams(req)
+	if err != nil {
+		return err
+	}
+	excludes, err := excludeMatchers(patterns)
+	if err != nil {
+		return err
+	}
+	inst := req.Instance
+	files, local, err := walkLocal(from, excludes)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return s.fail(ClassSendFailed, nil, "with.from: %s does not exist on this machine", from)
+		}
+		return s.fail(ClassSendFailed, err, "reading %s: %v", from, err)
+	}
+	nf, nb, nl := local.counts()
+
+	remote, err := s.listTree(ctx, inst, to)
+	if err != nil {
+		return err
+	}
+	if remote != nil && remote.same(local) {
+		fmt.Fprintf(req.Log, "%s on %s already holds %s (%d files, %d bytes): nothing to send\n", to, inst.Name, from, nf, nb)
+		return nil
+	}
+
+	fmt.Fprintf(req.Log, "sending %s (%d files, %d bytes) to %s on %s\n", from, nf, nb, to, inst.Name)
+	script := script(Params{
+		"dst":        to,
+		"want_files": strconv.FormatInt(nf, 10),
+		"want_bytes": strconv.FormatInt(nb, 10),
+		"want_links": strconv.FormatInt(nl, 10),
+	}, "send")
+	res, werr, err := s.execArchive(ctx, inst, script, files)
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return s.fail(ClassSendFailed, err, "sending %s to %s on %s: %v", from, to, inst.Name, err)
+	case werr != nil && res.ExitCode != 0:
+		return s.fail(ClassSendFailed, werr, "reading %s while sending it: %v (nothing was written to %s)", from, werr, to)
+	case res.ExitCode == exitNoWrite:
+		return s.fail(ClassSendFailed, nil, "%s on %s cannot be written: %s", to, inst.Name, s.lastLine(res.Stderr))
+	case res.ExitCode == exitExtract:
+		return s.fail(ClassSendFailed, nil, "extracting into %s on %s failed%s: %s (%s was left as it was)", to, inst.Name, diskFull(res.Stderr, "the instance's"), s.tarError(res.Stderr), to)
+	case res.ExitCode == exitCountDiff:
+		return s.fail(ClassMismatch, nil, "sent %d files (%d bytes) and %d symlinks from %s, but the copy on %s holds %s (%s was left as it was)", nf, nb, nl, from, inst.Name, gotLine(res.Stdout), to)
+	case res.ExitCode != 0:
+		return s.fail(ClassSendFailed, nil, "sending %s to %s on %s failed (exit code %d): %s", from, to, inst.Name, res.ExitCode, s.lastLine(res.Stderr))
+	case werr != nil:
+		return s.fail(ClassSendFailed, werr, "reading %s while sending it: %v", from, werr)
+	}
+	fmt.Fprintf(req.Log, "sent %d files (%d bytes) and %d symlinks to %s on %s; verified\n", nf, nb, nl, to, inst.Name)
+	return nil
+}
+
+// diskFull says "(the X disk is full)" when a tool's stderr says so.
+func diskFull(stderr []byte, whose string) string {
+	// GNU tar says "Wrote only N of M bytes" where the disk filled up.
+	if strings.Contains(string(stderr), "No space left on device") || strings.Contains(string(stderr), "Wrote only") {
+		return " (" + whose + " disk is full: free space there or choose another destination)"
+	}
+	return ""
+}
+
+// tarError is the first line of tar's stderr that says what went wrong
+// (its last only says that something did).
+func (s *Steps) tarError(stderr []byte) string {
+	for _, l := range strings.Split(string(stderr), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.Contains(l, "Exiting with failure status") {
+			return s.redact.Clip(l, 300)
+		}
+	}
+	return s.lastLine(stderr)
+}
+
+// gotLine reads send.sh's "@got FILES BYTES LINKS".
+func gotLine(out []byte) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) == 4 && f[0] == "@got" {
+			return fmt.Sprintf("%s files (%s bytes) and %s symlinks", f[1], f[2], f[3])
+		}
+	}
+	return "something else"
+}
+
+// listTree lists path on the instance with list.sh; nil when it does not
+// exist.
+func (s *Steps) listTree(ctx context.Context, inst platform.Instance, path string) (tree, error) {
+	res, err := s.exec(ctx, inst, script(Params{"path": path}, "list"), nil)
+	switch {
+	case ctx.Err() != nil:
+		return nil, context.Cause(ctx)
+	case err != nil:
+		return nil, s.fail(ClassNotReachable, err, "listing %s on %s: %v", path, inst.Name, err)
+	case res.ExitCode == exitNoPath:
+		return nil, nil
+	case res.ExitCode != 0:
+		return nil, s.fail(ClassSendFailed, nil, "listing %s on %s failed (exit code %d): %s", path, inst.Name, res.ExitCode, s.lastLine(res.Stderr))
+	}
+	t, err := parseTree(res.Stdout)
+	if err != nil {
+		return nil, s.fail(ClassSendFailed, err, "listing %s on %s: %v", path, inst.Name, err)
+	}
+	return t, nil
+}
+
+// execArchive runs script on inst with a tar archive of files on its
+// stdin, the root named "d". A transport failure before the script ran is
+// tried again with a fresh archive (as exec does). werr is what went wrong
+// writing the archive (a file that vanished or changed size), if anything.
+func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script string, files []localFile) (res platform.Result, werr, err error) {
+	script = privatePrelude + script
+	wait := s.cfg.TransientBackoff
+	for try := 1; ; try++ {
+		// An *os.File as stdin: the transport's copier moves it into its
+		// own pipe with splice(2), not through user-space buffers.
+		pr, pw, perr := os.Pipe()
+		if perr != nil {
+			return res, nil, &platform.ExecError{Instance: inst.Name, Err: perr, Transient: true}
+		}
+		done := make(chan error, 1)
+		go func() {
+			bw := bufio.NewWriterSize(pw, 1<<20)
+			err := writeArchive(bw, files)
+			if err == nil {
+				err = bw.Flush()
+			}
+			_ = pw.Close() // EOF for the script, or nothing more of a broken archive
+			done <- err
+		}()
+		res, err = s.cfg.Platform.Exec(ctx, inst, script, pr)
+		_ = pr.Close() // a writer nobody reads gets EPIPE
+		werr = <-done
+		if errors.Is(werr, syscall.EPIPE) || errors.Is(werr, os.ErrClosed) {
+			werr = nil // the reader went away: the script's result says why
+		}
+		res.Stdout, res.Stderr = dropCutLine(res.Stdout), dropCutLine(res.Stderr)
+		if err != nil && ctx.Err() != nil {
+			return res, werr, context.Cause(ctx)
+		}
+		var ee *platform.ExecError
+		if err == nil || !errors.As(err, &ee) || !ee.Transient || try == transientTries {
+			return res, werr, err
+		}
+		if !sleep(ctx, wait) {
+			return res, werr, context.Cause(ctx)
+		}
+		wait *= 2
+	}
+}
+
+// testHookSent and testHookFetched, when set by a test, are called after
+// each file written to a send's archive or extracted from a fetch's (to
+// interrupt a transfer at a known point).
+var testHookSent, testHookFetched func(rel string)
+
+// writeArchive writes files as a tar archive whose root is "d": symlinks
+// as links, modification times in whole seconds, no owner names.
+func writeArchive(w io.Writer, files []localFile) error {
+	tw := tar.NewWriter(w)
+	buf := make([]byte, 256<<10)
+	for _, f := range files {
+		name := "d"
+		if f.Rel != "" {
+			name += "/" + f.Rel
+		}
+		hdr, err := tar.FileInfoHeader(f.Info, f.Link)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Abs, err)
+		}
+		hdr.Name = name
+		if f.Info.IsDir() {
+			hdr.Name += "/"
+		}
+		// Whole seconds, as the listings compare them; the writer picks
+		// USTAR, or PAX for long or non-ASCII names.
+		hdr.ModTime = f.Info.ModTime().Truncate(time.Second)
+		hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
+		hdr.Uname, hdr.Gname = "", ""
+		hdr.Format = tar.FormatUnknown
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("%s: %w", f.Abs, err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		if err := copyFile(tw, f.Abs, hdr.Size, buf); err != nil {
+			return err
+		}
+		if testHookSent != nil {
+			testHookSent(f.Rel)
+		}
+	}
+	return tw.Close()
+}
+
+// copyFile writes the size bytes of the file at path to w; a file that
+// grew or shrank since it was listed is an error.
+func copyFile(w io.Writer, path string, size int64, buf []byte) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	n, err := io.CopyBuffer(w, io.LimitReader(fh, size), buf)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if n != size {
+		return fmt.Errorf("%s changed size while it was sent (%d bytes, listed with %d)", path, n, size)
+	}
+	return nil
+}
