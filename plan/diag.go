@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -124,3 +125,40 @@ func clip(s string) string {
 }
 
 func sortStrings(s []string) { slices.Sort(s) }
+
+// Snippet renders the source line of p with a caret under its column, for
+// human diagnostics:
+//
+//	   12 |     needs: [pul]
+//	      |             ^
+//
+// It is "" when p has no line or src has no such line. Tabs before the
+// column are kept in the caret line, so the caret stays under its column.
+func Snippet(src []byte, p Pos) string {
+	if p.Line <= 0 {
+		return ""
+	}
+	lines := strings.Split(string(src), "\n")
+	if p.Line > len(lines) {
+		return ""
+	}
+	line := strings.TrimRight(lines[p.Line-1], "\r")
+	num := strconv.Itoa(p.Line)
+	gutter := strings.Repeat(" ", max(0, 5-len(num)))
+	out := gutter + num + " | " + line + "\n"
+	if p.Col > 0 {
+		var pad strings.Builder
+		for i, r := range []rune(line) {
+			if i >= p.Col-1 {
+				break
+			}
+			if r == '\t' {
+				pad.WriteRune('\t')
+			} else {
+				pad.WriteByte(' ')
+			}
+		}
+		out += strings.Repeat(" ", len(gutter)+len(num)) + " | " + pad.String() + "^\n"
+	}
+	return out
+}

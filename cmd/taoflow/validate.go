@@ -11,7 +11,7 @@ import (
 )
 
 func newValidateCmd(io stdio) *cobra.Command {
-	var asJSON bool
+	var asJSON, snippet bool
 	var vf varFlags
 	cmd := &cobra.Command{
 		Use:   "validate PLAN...",
@@ -25,7 +25,13 @@ ordered before deletes) and prints every problem at once, sorted by position:
   plan.yaml:30:9: warning: run step "train" has no wait step after it ...
 
 It touches nothing. Exit status 0 when no plan has an error (warnings don't
-count), 2 otherwise. --json prints one object per plan for editors and CI.`,
+count), 2 otherwise. --json prints one object per plan for editors and CI.
+With --snippet (the default when stderr is a terminal) each problem is
+followed by its source line and a caret under its column:
+
+  plan.yaml:12:7: error: unknown step "pul" in needs (did you mean "pull"?)
+     12 |     needs: [pul]
+        |             ^`,
 		Example: `  taoflow validate plan.yaml
   taoflow validate examples/plans/*.yaml
   taoflow validate --json plan.yaml | jq '.[].diagnostics'`,
@@ -38,6 +44,7 @@ count), 2 otherwise. --json prints one object per plan for editors and CI.`,
 			}
 			failed := false
 			var reports []validateReport
+			dp := newDiagPrinter(io.err, snippet)
 			for _, path := range args {
 				p, diags := plan.Load(path, opts)
 				diags = append(fileDiags, diags...)
@@ -54,7 +61,7 @@ count), 2 otherwise. --json prints one object per plan for editors and CI.`,
 					continue
 				}
 				for _, d := range diags {
-					fmt.Fprintln(io.err, d)
+					dp.print(d)
 				}
 				if !diags.HasErrors() {
 					fmt.Fprintf(io.out, "%s: ok\n", path)
@@ -74,6 +81,7 @@ count), 2 otherwise. --json prints one object per plan for editors and CI.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
+	cmd.Flags().BoolVar(&snippet, "snippet", false, "show each problem's source line with a caret under it (on by default when stderr is a terminal)")
 	vf.register(cmd)
 	return cmd
 }
@@ -145,9 +153,10 @@ func loadPlanDiags(io stdio, path string, vf varFlags, printWarnings bool) (*pla
 	}
 	p, diags := plan.Load(path, opts)
 	diags = append(fileDiags, diags...)
+	dp := newDiagPrinter(io.err, false)
 	for _, d := range diags {
 		if printWarnings || d.Severity == plan.Error || diags.HasErrors() {
-			fmt.Fprintln(io.err, d)
+			dp.print(d)
 		}
 	}
 	if diags.HasErrors() || p == nil {
