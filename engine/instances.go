@@ -201,7 +201,7 @@ func releasedMessage(o ReleaseOutcome) string {
 	case ReleaseDeleted:
 		return "deleted"
 	case ReleaseStopped:
-		return "stopped instead of deleted: a results upload on it failed (its disk is kept)"
+		return "stopped instead of deleted: a results upload or fetch on it failed (its disk is kept)"
 	case ReleaseKept:
 		return "kept (keep: true)"
 	case ReleaseLeftAlone:

@@ -32,7 +32,7 @@ type Task struct {
 	// Progress reports a short progress line (epoch 3/10 loss 0.2 eta 4m).
 	Progress func(string)
 	// Release releases the task's instance now (what a delete step ends
-	// with). force deletes even if a results upload on it failed.
+	// with). force deletes even if a results upload or fetch on it failed.
 	Release func(ctx context.Context, force bool) error
 	// Slot is the slot of its instance that the node's cell holds; nil
 	// for a node of no cell.

@@ -260,11 +260,11 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 			break
 		}
 		if errors.Is(where, platform.ErrStopped) {
-			return engine.ReleaseStopped, in.store.MarkStopped(ctx, id, "stopped (found stopped): a results upload on it failed; its disk is kept")
+			return engine.ReleaseStopped, in.store.MarkStopped(ctx, id, "stopped (found stopped): a results upload or fetch on it failed; its disk is kept")
 		}
 		err = stopper.Stop(ctx, inst)
 		if err == nil {
-			return engine.ReleaseStopped, in.store.MarkStopped(ctx, id, "stopped: a results upload on it failed; its disk is kept")
+			return engine.ReleaseStopped, in.store.MarkStopped(ctx, id, "stopped: a results upload or fetch on it failed; its disk is kept")
 		}
 		if errors.Is(err, platform.ErrNotFound) {
 			return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)

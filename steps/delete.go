@@ -78,7 +78,7 @@ func (s *Steps) delete(ctx context.Context, req Request) error {
 		return &Error{Class: ClassDeleteFailed, Msg: fmt.Sprintf("no way to release %s", inst.Name)}
 	}
 	if force {
-		fmt.Fprintf(req.Log, "releasing %s (force: even if a results upload on it failed)\n", inst.Name)
+		fmt.Fprintf(req.Log, "releasing %s (force: even if a results upload or fetch on it failed)\n", inst.Name)
 	} else {
 		fmt.Fprintf(req.Log, "releasing %s\n", inst.Name)
 	}

@@ -631,7 +631,7 @@ func TestBrevUploadFailureStops(t *testing.T) {
 	if code != exitTeardown {
 		t.Fatalf("apply exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	if !regexp.MustCompile(`instance gpu was stopped, not deleted: a results upload on it failed .*; it bills for its disk until removed with: taoflow destroy brev-upfail-\S+ --yes`).MatchString(errOut) {
+	if !regexp.MustCompile(`instance gpu was stopped, not deleted: a results upload or fetch on it failed .*; it bills for its disk until removed with: taoflow destroy brev-upfail-\S+ --yes`).MatchString(errOut) {
 		t.Errorf("the run does not say the instance was stopped, and how to remove it:\n%s", errOut)
 	}
 	if !strings.Contains(out, "instance gpu: stopped instead of deleted") || strings.Contains(out, "instance gpu: deleted") {

@@ -85,7 +85,7 @@ func (v *humanView) Outcome(o runner.Outcome) {
 		fmt.Fprintf(w, "taoflow:   all of it: %s\n", f.LogsCommand)
 	}
 	for _, name := range o.Stopped {
-		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload on it failed and its disk holds them; it bills for its disk until removed with: %s\n", name, o.RemoveCommand)
+		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload or fetch on it failed and its disk holds them; it bills for its disk until removed with: %s\n", name, o.RemoveCommand)
 	}
 	if len(o.Left) > 0 {
 		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(o.Left, ", "))
