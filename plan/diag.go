@@ -129,8 +129,8 @@ func sortStrings(s []string) { slices.Sort(s) }
 // Snippet renders the source line of p with a caret under its column, for
 // human diagnostics:
 //
-//	   12 |     needs: [pul]
-//	      |             ^
+//	12 |     needs: [pul]
+//	   |             ^
 //
 // It is "" when p has no line or src has no such line. Tabs before the
 // column are kept in the caret line, so the caret stays under its column.

@@ -16,7 +16,7 @@ import (
 )
 
 // fakeNvidiaSMI puts on PATH an nvidia-smi whose -L lists n GPUs in the
-// real tool's form (/work/shared/reference/nvidia-smi-h200/nvidia-smi-L.txt).
+// real tool's form (the nvidia-smi-L.txt of the project's shared reference notes, nvidia-smi-h200/).
 func fakeNvidiaSMI(t *testing.T, n int) {
 	t.Helper()
 	dir := t.TempDir()
