@@ -213,6 +213,37 @@ func getenv(env []string, key string) string {
 	return v
 }
 
+// binaryVersion finds the brev CLI and asks its version (`brev --version
+// --no-check-latest`, which does not query GitHub): the binary and its
+// version, or why it cannot be used (not found, older than MinVersion,
+// logged out). Check and search both start with it.
+func (b *Brev) binaryVersion(ctx context.Context) (bin, v string, err error) {
+	bin, err = lookPath(b.cfg.Binary, getenv(b.env, "PATH"))
+	if err != nil {
+		return "", "", err
+	}
+	out, err := b.callWith(ctx, bin, "--version", "--no-check-latest")
+	if err != nil {
+		var ce *callError
+		if errors.As(err, &ce) {
+			// brev v0.6.317 prints its version, then fails in its
+			// onboarding prompt: too old is what to say.
+			if _, verr := checkVersion(ce.stdout); verr != nil && strings.Contains(verr.Error(), "too old") {
+				return "", "", fmt.Errorf("brev CLI %s: %w", bin, verr)
+			}
+			if loggedOut(err) {
+				return "", "", fmt.Errorf("brev CLI %s: %w", bin, ErrNotLoggedIn)
+			}
+		}
+		return "", "", fmt.Errorf("asking the version of the brev CLI (%s): %w; taoflow needs brev %s or newer", bin, err, MinVersion)
+	}
+	v, err = checkVersion(out)
+	if err != nil {
+		return "", "", fmt.Errorf("brev CLI %s: %w", bin, err)
+	}
+	return bin, v, nil
+}
+
 // Kind returns "brev".
 func (b *Brev) Kind() string { return "brev" }
 
@@ -230,29 +261,11 @@ func (b *Brev) Check(ctx context.Context) (string, error) {
 	if b.version != "" {
 		return b.version, nil
 	}
-	bin, err := lookPath(b.cfg.Binary, getenv(b.env, "PATH"))
+	bin, v, err := b.binaryVersion(ctx)
 	if err != nil {
 		return "", err
 	}
-	out, err := b.callWith(ctx, bin, "--version", "--no-check-latest")
-	if err != nil {
-		var ce *callError
-		if errors.As(err, &ce) {
-			// brev v0.6.317 prints its version, then fails in its
-			// onboarding prompt: too old is what to say.
-			if _, verr := checkVersion(ce.stdout); verr != nil && strings.Contains(verr.Error(), "too old") {
-				return "", fmt.Errorf("brev CLI %s: %w", bin, verr)
-			}
-			if loggedOut(err) {
-				return "", fmt.Errorf("brev CLI %s: %w", bin, ErrNotLoggedIn)
-			}
-		}
-		return "", fmt.Errorf("asking the version of the brev CLI (%s): %w; taoflow needs brev %s or newer", bin, err, MinVersion)
-	}
-	v, err := checkVersion(out)
-	if err != nil {
-		return "", fmt.Errorf("brev CLI %s: %w", bin, err)
-	}
+	var out []byte
 	// A failing ls is tried again (a network hiccup), a logged-out brev
 	// is not.
 	for try := 1; ; try++ {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -136,24 +135,8 @@ func (b *Brev) searchBinary(ctx context.Context) (string, error) {
 	if done != "" {
 		return done, nil
 	}
-	bin, err := lookPath(b.cfg.Binary, getenv(b.env, "PATH"))
-	if err != nil {
-		return "", err
-	}
-	out, err := b.callWith(ctx, bin, "--version", "--no-check-latest")
-	if err != nil {
-		var ce *callError
-		if errors.As(err, &ce) {
-			if _, verr := checkVersion(ce.stdout); verr != nil {
-				return "", fmt.Errorf("brev CLI %s: %w", bin, verr)
-			}
-		}
-		return "", fmt.Errorf("asking the version of the brev CLI (%s): %w", bin, err)
-	}
-	if _, err := checkVersion(out); err != nil {
-		return "", fmt.Errorf("brev CLI %s: %w", bin, err)
-	}
-	return bin, nil
+	bin, _, err := b.binaryVersion(ctx)
+	return bin, err
 }
 
 // offerAttrs are the Attrs of an instance of type typ, from offers: its
