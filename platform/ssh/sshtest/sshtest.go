@@ -252,6 +252,7 @@ MaxSessions 10
 LogLevel VERBOSE
 Subsystem sftp internal-sftp
 AcceptEnv TF_SANDBOX
+SetEnv SHLVL=1
 ForceCommand %s
 `, port, hostKey, filepath.Join(s.Dir, "sshd.pid"), authKeys, filepath.Join(s.Dir, "sandbox.sh"))
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
