@@ -176,24 +176,25 @@ func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script 
 	script = privatePrelude + script
 	wait := s.cfg.TransientBackoff
 	for try := 1; ; try++ {
-		// An *os.File as stdin: the transport's copier moves it into its
-		// own pipe with splice(2), not through user-space buffers.
+		// An *os.File as stdin: the transport hands it to its process as
+		// is, so the archive goes from this pipe straight to ssh (or the
+		// local shell), with no copier in between.
 		pr, pw, perr := os.Pipe()
 		if perr != nil {
 			return res, nil, &platform.ExecError{Instance: inst.Name, Err: perr, Transient: true}
 		}
 		done := make(chan error, 1)
 		go func() {
-			bw := bufio.NewWriterSize(pw, 1<<20)
-			err := writeArchive(bw, files)
-			if err == nil {
-				err = bw.Flush()
-			}
+			err := writeArchive(pw, files)
 			_ = pw.Close() // EOF for the script, or nothing more of a broken archive
 			done <- err
 		}()
 		res, err = s.cfg.Platform.Exec(ctx, inst, script, pr)
 		_ = pr.Close() // a writer nobody reads gets EPIPE
+		// The command has ended, but a copy of pr may live on (an ssh
+		// master that has not yet closed the session's descriptors): a
+		// writer still blocked in the pipe gets os.ErrClosed.
+		_ = pw.Close()
 		werr = <-done
 		if errors.Is(werr, syscall.EPIPE) || errors.Is(werr, os.ErrClosed) {
 			werr = nil // the reader went away: the script's result says why
@@ -218,55 +219,123 @@ func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script 
 // interrupt a transfer at a known point).
 var testHookSent, testHookFetched func(rel string)
 
-// writeArchive writes files as a tar archive whose root is "d": symlinks
-// as links, modification times in whole seconds, no owner names.
+// spliceMin is the size from which a file's bytes go into the archive's
+// pipe without passing through this process (splice(2) from the page
+// cache, on Linux; Go's io.Copy splices only from sockets). Smaller files
+// are copied through the archive's buffer, where many of them make one
+// write.
+const spliceMin = 1 << 20
+
+// writeArchive writes files to w as a tar archive whose root is "d":
+// symlinks as links, modification times in whole seconds, no owner
+// names. Headers and small files go through a 1 MiB buffer; when w is an
+// *os.File (a pipe), files of spliceMin bytes or more are spliced into it
+// straight from their own file, with no copy in user space.
 func writeArchive(w io.Writer, files []localFile) error {
-	tw := tar.NewWriter(w)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	tw := tar.NewWriter(bw)
+	direct, _ := w.(*os.File)
 	buf := make([]byte, 256<<10)
 	for _, f := range files {
-		name := "d"
-		if f.Rel != "" {
-			name += "/" + f.Rel
-		}
-		hdr, err := tar.FileInfoHeader(f.Info, f.Link)
+		hdr, err := archiveHeader(f)
 		if err != nil {
-			return fmt.Errorf("%s: %w", f.Abs, err)
-		}
-		hdr.Name = name
-		if f.Info.IsDir() {
-			hdr.Name += "/"
-		}
-		// Whole seconds, as the listings compare them; the writer picks
-		// USTAR, or PAX for long or non-ASCII names.
-		hdr.ModTime = f.Info.ModTime().Truncate(time.Second)
-		hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
-		hdr.Uname, hdr.Gname = "", ""
-		hdr.Format = tar.FormatUnknown
-		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("%s: %w", f.Abs, err)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		if err := copyFile(tw, f.Abs, hdr.Size, buf); err != nil {
 			return err
+		}
+		if direct != nil && hdr.Typeflag == tar.TypeReg && hdr.Size >= spliceMin {
+			if err := spliceEntry(tw, bw, direct, hdr, f.Abs); err != nil {
+				return err
+			}
+		} else {
+			if err := tw.WriteHeader(hdr); err != nil {
+				return fmt.Errorf("%s: %w", f.Abs, err)
+			}
+			if hdr.Typeflag != tar.TypeReg {
+				continue
+			}
+			if err := copyFile(tw, f.Abs, hdr.Size, buf); err != nil {
+				return err
+			}
 		}
 		if testHookSent != nil {
 			testHookSent(f.Rel)
 		}
 	}
-	return tw.Close()
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
-// copyFile writes the size bytes of the file at path to w; a file that
-// grew or shrank since it was listed is an error.
+// archiveHeader is f's tar header, named under "d".
+func archiveHeader(f localFile) (*tar.Header, error) {
+	hdr, err := tar.FileInfoHeader(f.Info, f.Link)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Abs, err)
+	}
+	hdr.Name = "d"
+	if f.Rel != "" {
+		hdr.Name += "/" + f.Rel
+	}
+	if f.Info.IsDir() {
+		hdr.Name += "/"
+	}
+	// Whole seconds, as the listings compare them; the writer picks
+	// USTAR, or PAX for long or non-ASCII names.
+	hdr.ModTime = f.Info.ModTime().Truncate(time.Second)
+	hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
+	hdr.Uname, hdr.Gname = "", ""
+	hdr.Format = tar.FormatUnknown
+	return hdr, nil
+}
+
+// spliceEntry writes one regular file's entry to the archive tw writes
+// into bw (over the pipe out) with its bytes spliced into out: tw's
+// previous entry is padded, the header blocks (written by a tar.Writer of
+// their own, which is then dropped unfinished) and everything buffered go
+// out first, then the file, then the padding to a whole block. tw itself
+// never sees the entry; the archive it ends is still whole.
+func spliceEntry(tw *tar.Writer, bw *bufio.Writer, out *os.File, hdr *tar.Header, path string) error {
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := tar.NewWriter(bw).WriteHeader(hdr); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := copyFile(out, path, hdr.Size, nil); err != nil {
+		return err
+	}
+	if pad := -hdr.Size & (blockSize - 1); pad > 0 {
+		_, err := bw.Write(make([]byte, pad))
+		return err
+	}
+	return nil
+}
+
+// blockSize is a tar archive's block.
+const blockSize = 512
+
+// copyFile writes the size bytes of the file at path to w through buf, or,
+// with a nil buf, to the pipe out with splice(2) (see spliceFile; a file
+// splice cannot read is copied); a file that grew or shrank since it was
+// listed is an error.
 func copyFile(w io.Writer, path string, size int64, buf []byte) error {
 	fh, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer fh.Close()
-	n, err := io.CopyBuffer(w, io.LimitReader(fh, size), buf)
+	var n int64
+	if out, ok := w.(*os.File); ok && buf == nil {
+		n, err = spliceFile(out, fh, size)
+		if n == 0 && (errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS)) {
+			n, err = io.Copy(out, io.LimitReader(fh, size))
+		}
+	} else {
+		n, err = io.CopyBuffer(w, io.LimitReader(fh, size), buf)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

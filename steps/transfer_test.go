@@ -71,7 +71,8 @@ func (x xfer) do(ctx context.Context, kind string, w *plan.Value) (*logBuf, erro
 }
 
 // trickyTree is a tree with names holding spaces, quotes and a newline,
-// an empty file and directory, a link inside and a link out.
+// an empty file and directory, a link inside and a link out, and one file
+// over 1 MiB.
 var trickyTree = map[string]string{
 	"spec.yaml":            "model: changenet\n",
 	"dir/a b.txt":          "space",
@@ -80,6 +81,9 @@ var trickyTree = map[string]string{
 	"empty":                "",
 	"skip.tmp":             "excluded",
 	"sub/deep/weights.bin": strings.Repeat("w", 5000),
+	// Large enough for send to splice it into the archive (spliceMin),
+	// of an odd size (padded to a block), with a small file after it.
+	"sub/deep/big.bin": strings.Repeat("0123456789abcdef", spliceMin/16) + "odd",
 }
 
 func writeTricky(t *testing.T, dir string) {
@@ -185,7 +189,7 @@ func TestSendFetch(t *testing.T) {
 			if err != nil || json.Unmarshal(b, &m) != nil {
 				t.Fatalf("%s next to the results: %v\n%s", manifestName, err, b)
 			}
-			if m.Files != 5 || m.RunID != "r1" || m.Plan != "xfer" || m.SHA256["spec.yaml"] == "" || m.From != "~/specs" {
+			if m.Files != 6 || m.RunID != "r1" || m.Plan != "xfer" || m.SHA256["spec.yaml"] == "" || m.From != "~/specs" {
 				t.Errorf("manifest: %+v", m)
 			}
 			if left, _ := filepath.Glob(filepath.Join(x.planDir, "out", ".taoflow-fetch-*")); len(left) > 0 {

@@ -58,10 +58,15 @@ func (l *Local) exec(ctx context.Context, inst platform.Instance, script string,
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
 	cmd.Dir = inst.Ref
 	cmd.Env = environ(inst.Ref)
-	// A nil Stdin reads /dev/null. Otherwise Exec feeds the pipe itself, so
-	// that a reader that never reaches EOF cannot keep Wait from returning.
+	// A nil Stdin reads /dev/null. An *os.File (a pipe the caller writes
+	// an archive into, say) is the process's stdin itself: no copy in
+	// between, and Wait does not wait for it. Otherwise Exec feeds a pipe
+	// itself, so that a reader that never reaches EOF cannot keep Wait
+	// from returning.
 	var stdinW *os.File
-	if stdin != nil {
+	if f, ok := stdin.(*os.File); ok && f != nil {
+		cmd.Stdin = f
+	} else if stdin != nil {
 		r, w, err := os.Pipe()
 		if err != nil {
 			return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("stdin pipe: %w", err), Transient: true}

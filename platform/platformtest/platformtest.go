@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -65,26 +66,53 @@ func Exec(t *testing.T, newInstance NewFunc) {
 			}
 		})
 	}
-	t.Run("stdin never ends", func(t *testing.T) {
-		r, w := io.Pipe()
-		defer w.Close()
-		go func() { _, _ = w.Write([]byte("first\n")) }() // then nothing, never EOF
-		done := make(chan error, 1)
-		var res platform.Result
-		go func() {
-			var err error
-			res, err = pf.Exec(context.Background(), inst, `read -r X; printf %s "$X"`, r)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err != nil || string(res.Stdout) != "first" || res.ExitCode != 0 {
-				t.Errorf("Exec = %q, exit %d, %v; want \"first\", exit 0", res.Stdout, res.ExitCode, err)
+	// A pipe given as an *os.File may go to the process as is, with no
+	// copy in between: it must still end where the script stops reading,
+	// and reach the script whole.
+	pipes := map[string]func(t *testing.T) (io.Reader, io.WriteCloser){
+		"io.Pipe": func(*testing.T) (io.Reader, io.WriteCloser) { return io.Pipe() },
+		"os.Pipe": func(t *testing.T) (io.Reader, io.WriteCloser) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
 			}
-		case <-time.After(60 * time.Second): // a hang guard, not a timing assertion
-			t.Fatal("Exec waited for a stdin that never ends")
-		}
-	})
+			t.Cleanup(func() { _ = r.Close() })
+			return r, w
+		},
+	}
+	for kind, pipe := range pipes {
+		t.Run("stdin never ends/"+kind, func(t *testing.T) {
+			r, w := pipe(t)
+			defer w.Close()
+			go func() { _, _ = w.Write([]byte("first\n")) }() // then nothing, never EOF
+			done := make(chan error, 1)
+			var res platform.Result
+			go func() {
+				var err error
+				res, err = pf.Exec(context.Background(), inst, `read -r X; printf %s "$X"`, r)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil || string(res.Stdout) != "first" || res.ExitCode != 0 {
+					t.Errorf("Exec = %q, exit %d, %v; want \"first\", exit 0", res.Stdout, res.ExitCode, err)
+				}
+			case <-time.After(60 * time.Second): // a hang guard, not a timing assertion
+				t.Fatal("Exec waited for a stdin that never ends")
+			}
+		})
+		t.Run("all stdin read/"+kind, func(t *testing.T) {
+			r, w := pipe(t)
+			go func() {
+				_, _ = w.Write(bytes.Repeat([]byte("x"), 4<<20))
+				_ = w.Close()
+			}()
+			res, err := pf.Exec(context.Background(), inst, "wc -c | tr -d ' '", r)
+			if err != nil || string(res.Stdout) != "4194304\n" || res.ExitCode != 0 {
+				t.Errorf("Exec = %q, exit %d, %v; want 4194304, exit 0", res.Stdout, res.ExitCode, err)
+			}
+		})
+	}
 }
 
 // Truncated checks output a platform capped at max bytes: a marker line
