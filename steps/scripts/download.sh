@@ -1,15 +1,18 @@
 # shellcheck shell=sh
 # download: stages $src in to the directory $dst (a leading ~ expanded to
 # $HOME), copying only what is missing or changed (aws s3 sync for s3://,
-# cp -R -P for a directory of a shared filesystem, no link followed), then
-# prints the source's listing after a line "@@source" (list-objects-v2
-# JSON for s3://, "SIZE PATH\0" records for a directory) and the
-# destination's after a line "@@dest" ("SIZE PATH\0" records of regular
-# files). Exits 80 when a directory source does not exist, 83 when the
-# AWS CLI is missing, 84 when $dst cannot be created.
+# cp -R -P for a directory of a shared filesystem, no link followed).
+# For s3:// it prints, after a line "@@copied", what the sync printed
+# (one "download: SOURCE to DEST" line per object it copied), or, with
+# $list set, copies nothing and prints the source's listing
+# (list-objects-v2 JSON) after a line "@@source"; for a directory, the
+# source's listing ("SIZE PATH\0" records) after "@@source". Then the
+# destination's listing ("SIZE PATH\0" records of regular files) after a
+# line "@@dest". Exits 80 when a directory source does not exist, 83 when
+# the AWS CLI is missing, 84 when $dst cannot be created.
 # Parameters: src (s3://BUCKET/PREFIX/ or an absolute directory), dst,
 # bucket, prefix (for the listing), endpoint, region, excludes (patterns,
-# one a line).
+# one a line), list ("" to sync, "1" to list only).
 case $dst in
 \~) dst=$HOME ;;
 \~/*) dst=$HOME/${dst#\~/} ;;
@@ -33,19 +36,18 @@ s3://*)
 	IFS=$tf_ifs
 	[ -z "$endpoint" ] || set -- "$@" --endpoint-url "$endpoint"
 	[ -z "$region" ] || set -- "$@" --region "$region"
-	# The source's listing runs beside the sync (each AWS CLI call pays
-	# its own start-up), into a private temporary file.
-	lst=$(mktemp) || exit 84
-	trap 'rm -f -- "$lst"' EXIT
-	(
+	if [ -n "$list" ]; then
+		# Only the verification's listing, when the sync's own report
+		# could not be read.
 		shift "$n"
-		exec aws s3api list-objects-v2 --bucket "$bucket" ${prefix:+--prefix "$prefix"} --output json "$@" >"$lst"
-	) &
-	lpid=$!
-	aws s3 sync "$src" "$dst" --only-show-errors "$@" || { rc=$?; wait "$lpid"; exit "$rc"; }
-	wait "$lpid" || { echo "listing $src failed" >&2; exit 82; }
-	echo "@@source"
-	cat -- "$lst"
+		echo "@@source"
+		aws s3api list-objects-v2 --bucket "$bucket" ${prefix:+--prefix "$prefix"} --output json "$@" || { echo "listing $src failed" >&2; exit 82; }
+	else
+		# The sync's report of what it copied is the listing that
+		# verifies it: no second AWS CLI process.
+		echo "@@copied"
+		aws s3 sync "$src" "$dst" --no-progress "$@" || exit
+	fi
 	;;
 *)
 	[ -d "$src" ] || exit 80
