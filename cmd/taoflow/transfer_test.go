@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
 )
 
@@ -87,4 +90,42 @@ func TestBrevFetchFailureStops(t *testing.T) {
 		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
 	}
 	f.CheckNoneAlive(t)
+}
+
+// TestTransferScripts runs the scripts of testdata/transfer against a real
+// S3 server (versitygw) and the AWS CLI: $S3_ENDPOINT, and $S3_BUCKET whose
+// prefix data/ holds one.txt ("shard one\n") and sub/two.txt ("two\n");
+// the credentials are in the environment, where a plan's secrets: finds
+// them.
+func TestTransferScripts(t *testing.T) {
+	s3 := testrig.StartS3(t)
+	bucket := testrig.UniqueName(t)
+	s3.CreateBucket(t, bucket)
+	src := t.TempDir()
+	for name, content := range map[string]string{"one.txt": "shard one\n", "sub/two.txt": "two\n"} {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s3.AWS(t, "s3", "sync", "--only-show-errors", src, "s3://"+bucket+"/data/"); err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/transfer",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("S3_ENDPOINT", s3.Endpoint)
+			env.Setenv("S3_BUCKET", bucket)
+			env.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
+			env.Setenv("AWS_SECRET_ACCESS_KEY", s3.SecretKey)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile": cmdWaitFile,
+			"waitnode": cmdWaitNode,
+		},
+	})
 }
