@@ -81,16 +81,16 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 		}
 		// The counts as sent when from can be read here (reading this
 		// machine touches nothing), else placeholders.
-		want := Params{"dst": to, "want_files": "FILES", "want_bytes": "BYTES", "want_links": "LINKS"}
+		want := Params{"dst": to, "want_files": "FILES", "want_bytes": "BYTES", "want_links": "LINKS", "want_digest": "DIGEST"}
 		if excludes, err := excludeMatchers(patterns); err == nil {
 			if _, t, err := walkLocal(from, excludes); err == nil {
 				f, b, l := t.counts()
 				want["want_files"], want["want_bytes"], want["want_links"] = strconv.FormatInt(f, 10), strconv.FormatInt(b, 10), strconv.FormatInt(l, 10)
+				want["want_digest"] = t.digest()
 			}
 		}
 		return []Command{
-			{What: "list " + to + " (nothing is sent when it holds the same files)", Script: script(Params{"path": to}, "list")},
-			{What: "extract the archive of " + from + " (streamed on stdin) next to " + to + ", check its counts, rename it into place",
+			{What: "unless " + to + " already lists as " + from + " (a digest of its listing), extract the archive of " + from + " (streamed on stdin) next to " + to + ", check its counts, rename it into place",
 				Script: script(want, "send")},
 		}, nil
 	case plan.KindFetch:
@@ -107,7 +107,14 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []Command{s.withSecrets("sync, then list the source and the destination (verify every file and size)", script(params, "download"), names)}, nil
+		params["list"] = ""
+		if params["bucket"] == "" {
+			return []Command{s.withSecrets("copy, then list the source and the destination (verify every file and size)", script(params, "download"), names)}, nil
+		}
+		sync := s.withSecrets("aws s3 sync, then list the destination (verify that each object the sync copied is a file there)", script(params, "download"), names)
+		params["list"] = "1"
+		list := s.withSecrets("only when the sync copied nothing (a resume) or printed a line that cannot be read: list the bucket and the destination (verify every file and size)", script(params, "download"), names)
+		return []Command{sync, list}, nil
 	case plan.KindDelete:
 		cmds := []Command{{What: "stop this run's host processes", Script: s.process.(*process).cleanupScript(plan.JobPrefix(s.cfg.RunID), s.cfg.RunID, req.Instance.Name, !s.keepJobDirs(req.Instance))}}
 		if s.cfg.Plan == nil || s.cfg.Plan.RunsContainers() {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,7 +59,10 @@ func (s *Steps) sendParams(req Request) (from, to string, excludes []string, err
 // send copies with.from on this machine to with.to on the instance: one
 // tar archive streamed over Exec's stdin into send.sh, which extracts it
 // next to the destination, checks the counts and renames it into place.
-// When the destination already lists the same tree, nothing is sent.
+// When the destination already lists the same tree (send.sh compares the
+// digest of its listing with the local tree's before it reads stdin),
+// nothing is extracted: one session either way, no listing round trip
+// before the data.
 func (s *Steps) send(ctx context.Context, req Request) error {
 	from, to, patterns, err := s.sendParams(req)
 	if err != nil {
@@ -78,23 +82,19 @@ func (s *Steps) send(ctx context.Context, req Request) error {
 	}
 	nf, nb, nl := local.counts()
 
-	remote, err := s.listTree(ctx, inst, to)
-	if err != nil {
-		return err
-	}
-	if remote != nil && remote.same(local) {
+	fmt.Fprintf(req.Log, "sending %s (%d files, %d bytes) to %s on %s\n", from, nf, nb, to, inst.Name)
+	script := script(Params{
+		"dst":         to,
+		"want_files":  strconv.FormatInt(nf, 10),
+		"want_bytes":  strconv.FormatInt(nb, 10),
+		"want_links":  strconv.FormatInt(nl, 10),
+		"want_digest": local.digest(),
+	}, "send")
+	res, werr, err := s.execArchive(ctx, inst, script, files)
+	if err == nil && res.ExitCode == 0 && sameLine(res.Stdout) {
 		fmt.Fprintf(req.Log, "%s on %s already holds %s (%d files, %d bytes): nothing to send\n", to, inst.Name, from, nf, nb)
 		return nil
 	}
-
-	fmt.Fprintf(req.Log, "sending %s (%d files, %d bytes) to %s on %s\n", from, nf, nb, to, inst.Name)
-	script := script(Params{
-		"dst":        to,
-		"want_files": strconv.FormatInt(nf, 10),
-		"want_bytes": strconv.FormatInt(nb, 10),
-		"want_links": strconv.FormatInt(nl, 10),
-	}, "send")
-	res, werr, err := s.execArchive(ctx, inst, script, files)
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
@@ -135,6 +135,12 @@ func (s *Steps) tarError(stderr []byte) string {
 		}
 	}
 	return s.lastLine(stderr)
+}
+
+// sameLine reports whether send.sh said "@same": the destination already
+// held the tree, and it read none of the archive.
+func sameLine(out []byte) bool {
+	return slices.Contains(strings.Split(string(out), "\n"), "@same")
 }
 
 // gotLine reads send.sh's "@got FILES BYTES LINKS".

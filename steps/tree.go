@@ -2,6 +2,8 @@ package steps
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"math"
@@ -52,6 +54,31 @@ func (t tree) same(o tree) bool {
 		}
 	}
 	return true
+}
+
+// digest is the sha256 (hex) of t as send.sh digests a destination's
+// listing: one NUL-ended record per entry, "d PATH", "f SIZE MTIME PATH"
+// (whole seconds) or "l SIZE PATH", sorted bytewise. Two trees that
+// same calls the same have the same digest.
+func (t tree) digest() string {
+	recs := make([]string, 0, len(t))
+	for p, e := range t {
+		switch e.Type {
+		case 'd':
+			recs = append(recs, "d "+p)
+		case 'f':
+			recs = append(recs, fmt.Sprintf("f %d %d %s", e.Size, e.MTime, p))
+		case 'l':
+			recs = append(recs, fmt.Sprintf("l %d %s", e.Size, p))
+		}
+	}
+	slices.Sort(recs)
+	h := sha256.New()
+	for _, r := range recs {
+		h.Write([]byte(r))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // counts returns t's regular files, their bytes, and its symlinks.
