@@ -398,13 +398,14 @@ func editDistance(a, b string) int {
 // expressions checks every ${{ }} under with:, forbids them elsewhere, and
 // lints literals that look like secrets.
 func (c *checker) expressions() {
-	withs := map[*Value]*Step{}
-	for _, s := range c.p.AllSteps() {
+	steps := c.p.AllSteps()
+	withs := make(map[*Value]*Step, len(steps))
+	for _, s := range steps {
 		if s.With != nil {
 			withs[s.With] = s
 		}
 	}
-	visited := map[*Value]bool{}
+	visited := make(map[*Value]bool, len(steps))
 	var walk func(v *Value, step *Step)
 	walk = func(v *Value, step *Step) {
 		if s, ok := withs[v]; ok {
