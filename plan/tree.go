@@ -88,6 +88,21 @@ type treeBuilder struct {
 	anchors map[*yaml.Node]*Value // resolved anchors, shared by every alias of them
 	busy    map[*yaml.Node]bool   // anchors being resolved (alias cycles)
 	tooBig  bool
+	slab    []Value // Values are allocated from here, many at a time
+	block   int     // the size of the last block of slab
+}
+
+// newValue returns a new Value set to v. A plan has a Value per node:
+// allocating them in blocks saves most of the allocations of a large one.
+func (b *treeBuilder) newValue(v Value) *Value {
+	if len(b.slab) == 0 {
+		b.block = min(max(2*b.block, 16), 1024) // small documents stay small
+		b.slab = make([]Value, b.block)
+	}
+	p := &b.slab[0]
+	b.slab = b.slab[1:]
+	*p = v
+	return p
 }
 
 var errTooBig = errors.New("too big")
@@ -167,13 +182,13 @@ func (b *treeBuilder) value(n *yaml.Node) (*Value, error) {
 	case yaml.AliasNode:
 		return b.alias(n)
 	case yaml.ScalarNode:
-		v := &Value{Kind: Scalar, Tag: n.ShortTag(), Text: n.Value, Pos: b.pos(n), size: 1, bytes: len(n.Value)}
+		v := b.newValue(Value{Kind: Scalar, Tag: n.ShortTag(), Text: n.Value, Pos: b.pos(n), size: 1, bytes: len(n.Value)})
 		if v.Tag == "!!null" {
 			v.Kind = Null
 		}
 		return v, b.anchored(n, v)
 	case yaml.SequenceNode:
-		v := &Value{Kind: List, Pos: b.pos(n), size: 1, Items: make([]*Value, 0, len(n.Content))}
+		v := b.newValue(Value{Kind: List, Pos: b.pos(n), size: 1, Items: make([]*Value, 0, len(n.Content))})
 		if n.Anchor != "" {
 			b.busy[n] = true
 			defer delete(b.busy, n)
@@ -225,7 +240,7 @@ func (b *treeBuilder) alias(n *yaml.Node) (*Value, error) {
 }
 
 func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
-	v := &Value{Kind: Map, Pos: b.pos(n), size: 1, Fields: make([]Field, 0, len(n.Content)/2)}
+	v := b.newValue(Value{Kind: Map, Pos: b.pos(n), size: 1, Fields: make([]Field, 0, len(n.Content)/2)})
 	if n.Anchor != "" {
 		b.busy[n] = true
 		defer delete(b.busy, n)

@@ -154,7 +154,14 @@ func (c *validator) object(s *jsonschema.Schema, v map[string]any) bool {
 			return false
 		}
 	}
-	if len(s.Properties) == 0 && s.PropertyNames == nil && len(s.PatternProperties) == 0 && s.AdditionalProperties == nil {
+	if s.PropertyNames == nil && len(s.PatternProperties) == 0 && s.AdditionalProperties == nil {
+		// Only the named properties are checked (an if's condition, most
+		// often): look them up instead of going through the object.
+		for name, p := range s.Properties {
+			if val, ok := v[name]; ok && !c.valid(p, val) {
+				return false
+			}
+		}
 		return true
 	}
 	for name, val := range v {
