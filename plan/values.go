@@ -39,7 +39,6 @@ func checkValues(p *Plan, d *diags) {
 // refsUnder reports whether the strings under v refer to vars, and the
 // matrix keys they name (cell.* names every key: a cell id is made of all).
 func refsUnder(v *Value) (vars, cells bool, keys map[string]bool) {
-	keys = map[string]bool{}
 	var walk func(v *Value)
 	walk = func(v *Value) {
 		switch v.Kind {
@@ -57,6 +56,9 @@ func refsUnder(v *Value) (vars, cells bool, keys map[string]bool) {
 					vars = true
 				case NSMatrix:
 					cells = true
+					if keys == nil {
+						keys = map[string]bool{}
+					}
 					keys[r.Name] = true
 				case NSCell, NSSlot:
 					cells = true
