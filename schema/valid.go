@@ -2,7 +2,10 @@ package schema
 
 import (
 	"encoding/json"
+	"maps"
 	"math/big"
+	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -23,11 +26,12 @@ import (
 // keyword, or a value of a kind it does not decide exactly (a Go number
 // that is not a json.Number), makes it answer no, and the library decides.
 func valid(s *jsonschema.Schema, v any) bool {
-	if !supported(s) {
+	n := nodeOf(s)
+	if n == nil {
 		return false
 	}
 	var c validator
-	return c.valid(s, v) && !c.unsure
+	return c.valid(n, v) && !c.unsure
 }
 
 // validator evaluates one value. unsure is set where it cannot decide
@@ -36,10 +40,11 @@ type validator struct {
 	unsure bool
 }
 
-func (c *validator) valid(s *jsonschema.Schema, v any) bool {
+func (c *validator) valid(n *node, v any) bool {
 	if c.unsure {
 		return false
 	}
+	s := n.s
 	if s.Always != nil {
 		return *s.Always
 	}
@@ -63,17 +68,17 @@ func (c *validator) valid(s *jsonschema.Schema, v any) bool {
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		if !c.object(s, v) {
+		if !c.object(n, v) {
 			return false
 		}
 	case []any:
-		if !c.array(s, v) {
+		if !c.array(n, v) {
 			return false
 		}
 	case string:
 		if s.MinLength != -1 || s.MaxLength != -1 {
-			n := utf8.RuneCountInString(v)
-			if s.MinLength != -1 && n < s.MinLength || s.MaxLength != -1 && n > s.MaxLength {
+			l := utf8.RuneCountInString(v)
+			if s.MinLength != -1 && l < s.MinLength || s.MaxLength != -1 && l > s.MaxLength {
 				return false
 			}
 		}
@@ -82,15 +87,15 @@ func (c *validator) valid(s *jsonschema.Schema, v any) bool {
 		}
 	case json.Number:
 		if s.Minimum != nil || s.ExclusiveMinimum != nil || s.Maximum != nil || s.ExclusiveMaximum != nil {
-			n, ok := new(big.Rat).SetString(string(v))
+			r, ok := new(big.Rat).SetString(string(v))
 			if !ok {
 				c.unsure = true
 				return false
 			}
-			if s.Minimum != nil && n.Cmp(s.Minimum) < 0 ||
-				s.ExclusiveMinimum != nil && n.Cmp(s.ExclusiveMinimum) <= 0 ||
-				s.Maximum != nil && n.Cmp(s.Maximum) > 0 ||
-				s.ExclusiveMaximum != nil && n.Cmp(s.ExclusiveMaximum) >= 0 {
+			if s.Minimum != nil && r.Cmp(s.Minimum) < 0 ||
+				s.ExclusiveMinimum != nil && r.Cmp(s.ExclusiveMinimum) <= 0 ||
+				s.Maximum != nil && r.Cmp(s.Maximum) > 0 ||
+				s.ExclusiveMaximum != nil && r.Cmp(s.ExclusiveMaximum) >= 0 {
 				return false
 			}
 		}
@@ -99,20 +104,20 @@ func (c *validator) valid(s *jsonschema.Schema, v any) bool {
 		c.unsure = true // another Go type: the library decides (or refuses it)
 		return false
 	}
-	if s.Ref != nil && !c.valid(s.Ref, v) {
+	if n.ref != nil && !c.valid(n.ref, v) {
 		return false
 	}
-	if s.Not != nil && c.valid(s.Not, v) {
+	if n.not != nil && c.valid(n.not, v) {
 		return false
 	}
-	for _, sub := range s.AllOf {
+	for _, sub := range n.allOf {
 		if !c.valid(sub, v) {
 			return false
 		}
 	}
-	if len(s.AnyOf) > 0 {
+	if len(n.anyOf) > 0 {
 		found := false
-		for _, sub := range s.AnyOf {
+		for _, sub := range n.anyOf {
 			if c.valid(sub, v) {
 				found = true
 				break
@@ -122,30 +127,31 @@ func (c *validator) valid(s *jsonschema.Schema, v any) bool {
 			return false
 		}
 	}
-	if len(s.OneOf) > 0 {
-		n := 0
-		for _, sub := range s.OneOf {
+	if len(n.oneOf) > 0 {
+		k := 0
+		for _, sub := range n.oneOf {
 			if c.valid(sub, v) {
-				n++
+				k++
 			}
 		}
-		if n != 1 {
+		if k != 1 {
 			return false
 		}
 	}
-	if s.If != nil {
-		if c.valid(s.If, v) {
-			if s.Then != nil && !c.valid(s.Then, v) {
+	if n.cond != nil {
+		if c.valid(n.cond, v) {
+			if n.then != nil && !c.valid(n.then, v) {
 				return false
 			}
-		} else if s.Else != nil && !c.valid(s.Else, v) {
+		} else if n.els != nil && !c.valid(n.els, v) {
 			return false
 		}
 	}
 	return !c.unsure
 }
 
-func (c *validator) object(s *jsonschema.Schema, v map[string]any) bool {
+func (c *validator) object(n *node, v map[string]any) bool {
+	s := n.s
 	if s.MinProperties != -1 && len(v) < s.MinProperties || s.MaxProperties != -1 && len(v) > s.MaxProperties {
 		return false
 	}
@@ -154,31 +160,31 @@ func (c *validator) object(s *jsonschema.Schema, v map[string]any) bool {
 			return false
 		}
 	}
-	if s.PropertyNames == nil && len(s.PatternProperties) == 0 && s.AdditionalProperties == nil {
+	if n.namedOnly {
 		// Only the named properties are checked (an if's condition, most
 		// often): look them up instead of going through the object.
-		for name, p := range s.Properties {
-			if val, ok := v[name]; ok && !c.valid(p, val) {
+		for _, p := range n.propList {
+			if val, ok := v[p.name]; ok && !c.valid(p.node, val) {
 				return false
 			}
 		}
 		return true
 	}
 	for name, val := range v {
-		if s.PropertyNames != nil && !c.valid(s.PropertyNames, name) {
+		if n.propertyNames != nil && !c.valid(n.propertyNames, name) {
 			return false
 		}
 		evaluated := false
-		if p, ok := s.Properties[name]; ok {
+		if p, ok := n.props[name]; ok {
 			evaluated = true
 			if !c.valid(p, val) {
 				return false
 			}
 		}
-		for re, p := range s.PatternProperties {
-			if re.MatchString(name) {
+		for _, p := range n.patterns {
+			if p.re.MatchString(name) {
 				evaluated = true
-				if !c.valid(p, val) {
+				if !c.valid(p.node, val) {
 					return false
 				}
 			}
@@ -186,46 +192,36 @@ func (c *validator) object(s *jsonschema.Schema, v map[string]any) bool {
 		if evaluated {
 			continue
 		}
-		switch ap := s.AdditionalProperties.(type) {
-		case nil:
-		case bool:
-			if !ap {
-				return false
-			}
-		case *jsonschema.Schema:
-			if !c.valid(ap, val) {
-				return false
-			}
-		default:
-			c.unsure = true
+		if n.additional != nil && !c.valid(n.additional, val) {
 			return false
 		}
 	}
 	return true
 }
 
-func (c *validator) array(s *jsonschema.Schema, v []any) bool {
+func (c *validator) array(n *node, v []any) bool {
+	s := n.s
 	if s.MinItems != -1 && len(v) < s.MinItems || s.MaxItems != -1 && len(v) > s.MaxItems {
 		return false
 	}
 	if s.UniqueItems && !c.unique(v) {
 		return false
 	}
-	if items, ok := s.Items.(*jsonschema.Schema); ok {
+	if n.items != nil {
 		for _, it := range v {
-			if !c.valid(items, it) {
+			if !c.valid(n.items, it) {
 				return false
 			}
 		}
 	}
 	for i, it := range v {
 		switch {
-		case i < len(s.PrefixItems):
-			if !c.valid(s.PrefixItems[i], it) {
+		case i < len(n.prefixItems):
+			if !c.valid(n.prefixItems[i], it) {
 				return false
 			}
-		case s.Items2020 != nil:
-			if !c.valid(s.Items2020, it) {
+		case n.items2020 != nil:
+			if !c.valid(n.items2020, it) {
 				return false
 			}
 		default:
@@ -362,53 +358,121 @@ func (c *validator) equal(a, b any) bool {
 	return a == b
 }
 
-var (
-	supportedMu   sync.Mutex
-	supportedMemo = map[*jsonschema.Schema]bool{}
-)
-
-// supported reports whether valid decides s and every schema under it:
-// whether they use only the keywords valid evaluates. The answer is kept
-// per compiled schema.
-func supported(s *jsonschema.Schema) bool {
-	supportedMu.Lock()
-	defer supportedMu.Unlock()
-	return supportedLocked(s)
+// node is a compiled schema as valid walks it: its subschemas linked as
+// nodes, its properties in a list as well as a map.
+type node struct {
+	s                         *jsonschema.Schema
+	ref, not, cond, then, els *node
+	allOf, anyOf, oneOf       []*node
+	props                     map[string]*node
+	propList                  []namedNode
+	patterns                  []patternNode
+	propertyNames             *node
+	additional                *node // additionalProperties; false is a node whose Always is false
+	// namedOnly: no propertyNames, patternProperties or
+	// additionalProperties, so only the named properties are checked.
+	namedOnly        bool
+	items, items2020 *node
+	prefixItems      []*node
 }
 
-func supportedLocked(s *jsonschema.Schema) bool {
+type namedNode struct {
+	name string
+	node *node
+}
+
+type patternNode struct {
+	re   *regexp.Regexp
+	node *node
+}
+
+var (
+	nodesMu sync.Mutex
+	nodes   = map[*jsonschema.Schema]*node{}
+	refused = map[*jsonschema.Schema]bool{}
+)
+
+// nodeOf returns the node of s, or nil when s or a schema under it uses
+// a keyword valid does not evaluate. Nodes are made once per compiled
+// schema.
+func nodeOf(s *jsonschema.Schema) *node {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	if refused[s] {
+		return nil
+	}
+	if n, ok := nodes[s]; ok {
+		return n
+	}
+	made := map[*jsonschema.Schema]*node{}
+	n, ok := makeNode(s, made)
+	if !ok {
+		refused[s] = true
+		return nil
+	}
+	for k, v := range made {
+		nodes[k] = v
+	}
+	return n
+}
+
+// supported reports whether valid decides s and every schema under it.
+func supported(s *jsonschema.Schema) bool { return nodeOf(s) != nil }
+
+func makeNode(s *jsonschema.Schema, made map[*jsonschema.Schema]*node) (*node, bool) {
 	if s == nil {
-		return true
+		return nil, true
 	}
-	if ok, seen := supportedMemo[s]; seen {
-		return ok
+	if n, ok := nodes[s]; ok {
+		return n, true
 	}
-	supportedMemo[s] = true // a cycle through $ref is decided by the rest
-	ok := supportedHere(s)
-	subs := []*jsonschema.Schema{s.Ref, s.Not, s.If, s.Then, s.Else, s.PropertyNames, s.Items2020}
-	subs = append(subs, s.AllOf...)
-	subs = append(subs, s.AnyOf...)
-	subs = append(subs, s.OneOf...)
-	subs = append(subs, s.PrefixItems...)
-	for _, p := range s.Properties {
-		subs = append(subs, p)
+	if n, ok := made[s]; ok {
+		return n, true // a cycle through $ref: filled in below
 	}
-	for _, p := range s.PatternProperties {
-		subs = append(subs, p)
+	if !supportedHere(s) {
+		return nil, false
 	}
-	if ap, isSchema := s.AdditionalProperties.(*jsonschema.Schema); isSchema {
-		subs = append(subs, ap)
+	n := &node{s: s}
+	made[s] = n
+	ok := true
+	sub := func(s *jsonschema.Schema) *node {
+		m, good := makeNode(s, made)
+		ok = ok && good
+		return m
 	}
-	if items, isSchema := s.Items.(*jsonschema.Schema); isSchema {
-		subs = append(subs, items)
-	}
-	for _, sub := range subs {
-		if !supportedLocked(sub) {
-			ok = false
+	subs := func(list []*jsonschema.Schema) []*node {
+		out := make([]*node, len(list))
+		for i, s := range list {
+			out[i] = sub(s)
 		}
+		return out
 	}
-	supportedMemo[s] = ok
-	return ok
+	n.ref, n.not, n.cond, n.then, n.els = sub(s.Ref), sub(s.Not), sub(s.If), sub(s.Then), sub(s.Else)
+	n.allOf, n.anyOf, n.oneOf, n.prefixItems = subs(s.AllOf), subs(s.AnyOf), subs(s.OneOf), subs(s.PrefixItems)
+	n.propertyNames, n.items2020 = sub(s.PropertyNames), sub(s.Items2020)
+	if items, isSchema := s.Items.(*jsonschema.Schema); isSchema {
+		n.items = sub(items)
+	}
+	n.props = make(map[string]*node, len(s.Properties))
+	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
+		p := sub(s.Properties[name])
+		n.props[name] = p
+		n.propList = append(n.propList, namedNode{name, p})
+	}
+	for re, p := range s.PatternProperties {
+		n.patterns = append(n.patterns, patternNode{re, sub(p)})
+	}
+	switch ap := s.AdditionalProperties.(type) {
+	case bool:
+		if !ap {
+			no := false
+			n.additional = &node{s: &jsonschema.Schema{Always: &no}}
+		}
+	case *jsonschema.Schema:
+		n.additional = sub(ap)
+	}
+	n.namedOnly = n.propertyNames == nil && len(n.patterns) == 0 && n.additional == nil
+	return n, ok
 }
 
 // supportedHere reports whether s itself uses only keywords valid
