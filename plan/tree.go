@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/taoflow/taoflow/schema"
 )
 
 // Kind is the shape of a Value.
@@ -346,25 +348,96 @@ func (v *Value) JSON() any {
 		}
 		return out
 	}
+	switch typ, text := v.scalarJSON(); typ {
+	case "boolean":
+		return text == "true"
+	case "number":
+		return json.Number(text)
+	}
+	return v.Text
+}
+
+// scalarJSON is the JSON type of scalar v as JSON gives it ("boolean",
+// "number" or "string") and its text there: "true" or "false", a number's
+// digits, the string.
+func (v *Value) scalarJSON() (typ, text string) {
 	switch v.Tag {
 	case "!!bool":
 		if b, err := strconv.ParseBool(strings.ToLower(v.Text)); err == nil {
-			return b
+			return "boolean", strconv.FormatBool(b)
 		}
 	case "!!int":
 		t := strings.ReplaceAll(v.Text, "_", "")
 		if i, err := strconv.ParseInt(t, 0, 64); err == nil {
-			return json.Number(strconv.FormatInt(i, 10))
+			return "number", strconv.FormatInt(i, 10)
 		}
 		if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsInf(f, 0) {
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+			return "number", strconv.FormatFloat(f, 'g', -1, 64)
 		}
 	case "!!float":
 		if f, err := strconv.ParseFloat(strings.ReplaceAll(v.Text, "_", ""), 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+			return "number", strconv.FormatFloat(f, 'g', -1, 64)
 		}
 	}
-	return v.Text
+	return "string", v.Text
+}
+
+// jsonView is v as the JSON value JSON makes of it, read in place (a
+// schema.Instance): the schema's shortcut for a valid plan needs no copy.
+// Its mappings' members are in the order of their fields.
+type jsonView struct{ v *Value }
+
+var _ schema.Instance = jsonView{}
+
+func (j jsonView) JSONType() string {
+	switch j.v.Kind {
+	case Null:
+		return "null"
+	case List:
+		return "array"
+	case Map:
+		return "object"
+	}
+	typ, _ := j.v.scalarJSON()
+	return typ
+}
+
+func (j jsonView) JSONText() string {
+	if j.v.Kind != Scalar {
+		return ""
+	}
+	if j.v.Tag == "!!str" {
+		return j.v.Text // the common case, without scalarJSON's switch
+	}
+	_, text := j.v.scalarJSON()
+	return text
+}
+
+func (j jsonView) JSONLen() int {
+	switch j.v.Kind {
+	case List:
+		return len(j.v.Items)
+	case Map:
+		return len(j.v.Fields)
+	}
+	return 0
+}
+
+func (j jsonView) JSONItem(i int) schema.Instance { return jsonView{j.v.Items[i]} }
+
+func (j jsonView) JSONMember(i int) (string, schema.Instance) {
+	f := &j.v.Fields[i]
+	return f.Key, jsonView{f.Value}
+}
+
+func (j jsonView) JSONLookup(name string) (schema.Instance, bool) {
+	if j.v.Kind != Map {
+		return nil, false
+	}
+	if f := j.v.Field(name); f != nil {
+		return jsonView{f.Value}, true
+	}
+	return nil, false
 }
 
 // Lookup follows a JSON pointer ("/steps/3/with") through the tree and

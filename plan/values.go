@@ -350,6 +350,9 @@ func (c *checker) checkSubstituted(s *Step, f Field, sub *Value, cs *cellScope) 
 // definition, returning the problems as diagnostics (only those about the
 // value: a required key it lacks is not this check's business).
 func (c *checker) validateWith(w *Value, base, kind string) Diagnostics {
+	if schema.ValidDef("with-"+kind, jsonView{w}) {
+		return nil
+	}
 	err := schema.ValidateDef("with-"+kind, w.JSON())
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {

@@ -33,7 +33,7 @@ import (
 // A plan the whole schema accepts is recognized first by valid, which
 // builds no errors; only a plan with failures goes through the dispatch.
 func Validate(doc any) error {
-	if full, err := Compile(); err == nil && valid(full, doc) {
+	if full, err := Compile(); err == nil && valid(full, anyInstance(doc)) {
 		return nil
 	}
 	d, err := compileDispatch()

@@ -110,7 +110,7 @@ func ValidateDef(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	if valid(s, v) {
+	if valid(s, anyInstance(v)) {
 		return nil
 	}
 	return s.Validate(v)

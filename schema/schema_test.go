@@ -798,7 +798,7 @@ func TestValidate(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("failing constraints (-want +got):\n%s", diff)
 			}
-			if v := valid(sch, decode(t, []byte(tc.doc))); v != (got == nil) {
+			if v := valid(sch, anyInstance(decode(t, []byte(tc.doc)))); v != (got == nil) {
 				t.Errorf("valid says %v, the library's failures are %v", v, got)
 			}
 			// Validate, which dispatches on uses once per step, finds the

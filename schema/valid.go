@@ -13,19 +13,55 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
+// Instance is a JSON value that valid reads in place: package plan passes
+// its YAML tree, with no JSON-shaped copy made for a plan that is valid.
+// The methods of a value answer for its own JSON type only.
+type Instance interface {
+	// JSONType is "null", "boolean", "number", "string", "array" or
+	// "object", or "" for a value that is none of them.
+	JSONType() string
+	// JSONText is a string's text, a number's digits as a json.Number
+	// holds them, or "true" or "false".
+	JSONText() string
+	// JSONLen is the number of items of an array or members of an object.
+	JSONLen() int
+	// JSONItem is item i of an array.
+	JSONItem(i int) Instance
+	// JSONMember is member i of an object: its name and value.
+	JSONMember(i int) (string, Instance)
+	// JSONLookup is the member of an object named name.
+	JSONLookup(name string) (Instance, bool)
+}
+
+// Valid reports whether the plan schema accepts doc: whether Validate
+// would return nil for doc as a JSON-shaped value. It builds no errors
+// and no copy of doc; call Validate, for the errors, when it says no.
+func Valid(doc Instance) bool {
+	full, err := Compile()
+	return err == nil && valid(full, doc)
+}
+
+// ValidDef reports whether the definition name of the plan schema accepts
+// v: whether ValidateDef would return nil. It says no also when name is no
+// definition.
+func ValidDef(name string, v Instance) bool {
+	s, err := CompileDef(name)
+	return err == nil && valid(s, v)
+}
+
 // valid reports whether v satisfies s, with the answer jsonschema/v5's
-// s.Validate(v) == nil gives, but without building errors, instance
-// locations or unevaluated-property maps: on a valid plan that is most of
-// the library's cost (a 10,000-step plan: 1 M allocations, half of its
-// load). Callers run the library when valid says no, for its errors; valid
-// is only ever a shortcut to nil.
+// s.Validate gives (nil or not) for v as a JSON-shaped value, but without
+// building errors, instance locations or unevaluated-property maps: on a
+// valid plan that is most of the library's cost (a 10,000-step plan: 1 M
+// allocations, half of its load). Callers run the library when valid says
+// no, for its errors; valid is only ever a shortcut to nil.
 //
 // It reads the compiled schema's own fields, so it follows the schema's
 // compiled meaning (regular expressions, $ref targets). It handles only the
 // keywords the plan schema uses (see supported); a schema with any other
-// keyword, or a value of a kind it does not decide exactly (a Go number
-// that is not a json.Number), makes it answer no, and the library decides.
-func valid(s *jsonschema.Schema, v any) bool {
+// keyword, or a value it does not decide exactly (a Go number that is not
+// a json.Number, say), makes it answer no, and the library decides.
+func valid(s *jsonschema.Schema, v Instance) bool {
 	n := nodeOf(s)
 	if n == nil {
 		return false
@@ -40,7 +76,7 @@ type validator struct {
 	unsure bool
 }
 
-func (c *validator) valid(n *node, v any) bool {
+func (c *validator) valid(n *node, v Instance) bool {
 	if c.unsure {
 		return false
 	}
@@ -48,15 +84,20 @@ func (c *validator) valid(n *node, v any) bool {
 	if s.Always != nil {
 		return *s.Always
 	}
-	if len(s.Types) > 0 && !c.hasType(s.Types, v) {
+	vt := v.JSONType()
+	if vt == "" {
+		c.unsure = true // not a JSON value: the library decides (or refuses it)
 		return false
 	}
-	if len(s.Constant) > 0 && !c.equal(v, s.Constant[0]) {
+	if len(s.Types) > 0 && !c.hasType(s.Types, vt, v) {
 		return false
 	}
-	if len(s.Enum) > 0 {
+	if n.constant != nil && !c.equal(v, n.constant) {
+		return false
+	}
+	if len(n.enum) > 0 {
 		found := false
-		for _, e := range s.Enum {
+		for _, e := range n.enum {
 			if c.equal(v, e) {
 				found = true
 				break
@@ -66,28 +107,29 @@ func (c *validator) valid(n *node, v any) bool {
 			return false
 		}
 	}
-	switch v := v.(type) {
-	case map[string]any:
+	switch vt {
+	case "object":
 		if !c.object(n, v) {
 			return false
 		}
-	case []any:
+	case "array":
 		if !c.array(n, v) {
 			return false
 		}
-	case string:
+	case "string":
+		text := v.JSONText()
 		if s.MinLength != -1 || s.MaxLength != -1 {
-			l := utf8.RuneCountInString(v)
+			l := utf8.RuneCountInString(text)
 			if s.MinLength != -1 && l < s.MinLength || s.MaxLength != -1 && l > s.MaxLength {
 				return false
 			}
 		}
-		if s.Pattern != nil && !s.Pattern.MatchString(v) {
+		if s.Pattern != nil && !s.Pattern.MatchString(text) {
 			return false
 		}
-	case json.Number:
+	case "number":
 		if s.Minimum != nil || s.ExclusiveMinimum != nil || s.Maximum != nil || s.ExclusiveMaximum != nil {
-			r, ok := new(big.Rat).SetString(string(v))
+			r, ok := new(big.Rat).SetString(v.JSONText())
 			if !ok {
 				c.unsure = true
 				return false
@@ -99,10 +141,6 @@ func (c *validator) valid(n *node, v any) bool {
 				return false
 			}
 		}
-	case nil, bool:
-	default:
-		c.unsure = true // another Go type: the library decides (or refuses it)
-		return false
 	}
 	if n.ref != nil && !c.valid(n.ref, v) {
 		return false
@@ -150,13 +188,14 @@ func (c *validator) valid(n *node, v any) bool {
 	return !c.unsure
 }
 
-func (c *validator) object(n *node, v map[string]any) bool {
+func (c *validator) object(n *node, v Instance) bool {
 	s := n.s
-	if s.MinProperties != -1 && len(v) < s.MinProperties || s.MaxProperties != -1 && len(v) > s.MaxProperties {
+	size := v.JSONLen()
+	if s.MinProperties != -1 && size < s.MinProperties || s.MaxProperties != -1 && size > s.MaxProperties {
 		return false
 	}
 	for _, r := range s.Required {
-		if _, ok := v[r]; !ok {
+		if _, ok := v.JSONLookup(r); !ok {
 			return false
 		}
 	}
@@ -164,14 +203,15 @@ func (c *validator) object(n *node, v map[string]any) bool {
 		// Only the named properties are checked (an if's condition, most
 		// often): look them up instead of going through the object.
 		for _, p := range n.propList {
-			if val, ok := v[p.name]; ok && !c.valid(p.node, val) {
+			if val, ok := v.JSONLookup(p.name); ok && !c.valid(p.node, val) {
 				return false
 			}
 		}
 		return true
 	}
-	for name, val := range v {
-		if n.propertyNames != nil && !c.valid(n.propertyNames, name) {
+	for i := range size {
+		name, val := v.JSONMember(i)
+		if n.propertyNames != nil && !c.valid(n.propertyNames, stringInstance(name)) {
 			return false
 		}
 		evaluated := false
@@ -199,29 +239,30 @@ func (c *validator) object(n *node, v map[string]any) bool {
 	return true
 }
 
-func (c *validator) array(n *node, v []any) bool {
+func (c *validator) array(n *node, v Instance) bool {
 	s := n.s
-	if s.MinItems != -1 && len(v) < s.MinItems || s.MaxItems != -1 && len(v) > s.MaxItems {
+	size := v.JSONLen()
+	if s.MinItems != -1 && size < s.MinItems || s.MaxItems != -1 && size > s.MaxItems {
 		return false
 	}
 	if s.UniqueItems && !c.unique(v) {
 		return false
 	}
 	if n.items != nil {
-		for _, it := range v {
-			if !c.valid(n.items, it) {
+		for i := range size {
+			if !c.valid(n.items, v.JSONItem(i)) {
 				return false
 			}
 		}
 	}
-	for i, it := range v {
+	for i := range size {
 		switch {
 		case i < len(n.prefixItems):
-			if !c.valid(n.prefixItems[i], it) {
+			if !c.valid(n.prefixItems[i], v.JSONItem(i)) {
 				return false
 			}
 		case n.items2020 != nil:
-			if !c.valid(n.items2020, it) {
+			if !c.valid(n.items2020, v.JSONItem(i)) {
 				return false
 			}
 		default:
@@ -232,27 +273,28 @@ func (c *validator) array(n *node, v []any) bool {
 }
 
 // unique reports whether no two items are equal.
-func (c *validator) unique(v []any) bool {
-	if len(v) > 32 {
-		seen := make(map[string]bool, len(v))
-		for _, it := range v {
-			str, ok := it.(string)
-			if !ok {
+func (c *validator) unique(v Instance) bool {
+	size := v.JSONLen()
+	if size > 32 {
+		seen := make(map[string]bool, size)
+		for i := range size {
+			it := v.JSONItem(i)
+			if it.JSONType() != "string" {
 				seen = nil
 				break
 			}
-			if seen[str] {
+			if seen[it.JSONText()] {
 				return false
 			}
-			seen[str] = true
+			seen[it.JSONText()] = true
 		}
 		if seen != nil {
 			return true
 		}
 	}
-	for i := 1; i < len(v); i++ {
+	for i := 1; i < size; i++ {
 		for j := 0; j < i; j++ {
-			if c.equal(v[i], v[j]) {
+			if c.equal(v.JSONItem(i), v.JSONItem(j)) {
 				return false
 			}
 		}
@@ -260,10 +302,109 @@ func (c *validator) unique(v []any) bool {
 	return true
 }
 
-// jsonType is the JSON type of a value as the library names it, and "" for
-// a Go type it does not take or that valid leaves to it.
-func jsonTypeOf(v any) string {
-	switch v.(type) {
+func (c *validator) hasType(types []string, vt string, v Instance) bool {
+	for _, t := range types {
+		if t == vt {
+			return true
+		}
+		if t == "integer" && vt == "number" {
+			text := v.JSONText()
+			if _, err := strconv.ParseInt(text, 10, 64); err == nil {
+				return true
+			}
+			r, ok := new(big.Rat).SetString(text)
+			if !ok {
+				c.unsure = true
+				return false
+			}
+			if r.IsInt() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// equal is the library's equality of JSON values (numbers by value).
+func (c *validator) equal(a, b Instance) bool {
+	ta, tb := a.JSONType(), b.JSONType()
+	if ta == "" || tb == "" {
+		c.unsure = true
+		return false
+	}
+	if ta != tb {
+		return false
+	}
+	switch ta {
+	case "null":
+		return true
+	case "array":
+		if a.JSONLen() != b.JSONLen() {
+			return false
+		}
+		for i := range a.JSONLen() {
+			if !c.equal(a.JSONItem(i), b.JSONItem(i)) {
+				return false
+			}
+		}
+		return true
+	case "object":
+		if a.JSONLen() != b.JSONLen() {
+			return false
+		}
+		for i := range a.JSONLen() {
+			name, va := a.JSONMember(i)
+			vb, ok := b.JSONLookup(name)
+			if !ok || !c.equal(va, vb) {
+				return false
+			}
+		}
+		return true
+	case "number":
+		x, y := a.JSONText(), b.JSONText()
+		if x == y {
+			return true
+		}
+		rx, okx := new(big.Rat).SetString(x)
+		ry, oky := new(big.Rat).SetString(y)
+		if !okx || !oky {
+			c.unsure = true
+			return false
+		}
+		return rx.Cmp(ry) == 0
+	}
+	return a.JSONText() == b.JSONText()
+}
+
+// stringInstance is a string as an Instance (a property name, for
+// propertyNames).
+type stringInstance string
+
+func (s stringInstance) JSONType() string                   { return "string" }
+func (s stringInstance) JSONText() string                   { return string(s) }
+func (s stringInstance) JSONLen() int                       { return 0 }
+func (s stringInstance) JSONItem(int) Instance              { return nil }
+func (s stringInstance) JSONMember(int) (string, Instance)  { return "", nil }
+func (s stringInstance) JSONLookup(string) (Instance, bool) { return nil, false }
+
+// jsonValue is a JSON-shaped value (map[string]any, []any, string,
+// json.Number, bool, nil) as an Instance. An object's members are in
+// sorted order.
+type jsonValue struct {
+	v    any
+	keys []string // an object's names, sorted
+}
+
+func anyInstance(v any) Instance {
+	j := &jsonValue{v: v}
+	if m, ok := v.(map[string]any); ok {
+		j.keys = slices.Sorted(maps.Keys(m))
+	}
+	return j
+}
+
+func (j *jsonValue) JSONType() string {
+	switch j.v.(type) {
 	case nil:
 		return "null"
 	case bool:
@@ -280,88 +421,49 @@ func jsonTypeOf(v any) string {
 	return ""
 }
 
-func (c *validator) hasType(types []string, v any) bool {
-	vt := jsonTypeOf(v)
-	if vt == "" {
-		c.unsure = true
-		return false
+func (j *jsonValue) JSONText() string {
+	switch v := j.v.(type) {
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		return string(v)
+	case string:
+		return v
 	}
-	for _, t := range types {
-		if t == vt {
-			return true
-		}
-		if t == "integer" && vt == "number" {
-			n := string(v.(json.Number))
-			if _, err := strconv.ParseInt(n, 10, 64); err == nil {
-				return true
-			}
-			r, ok := new(big.Rat).SetString(n)
-			if !ok {
-				c.unsure = true
-				return false
-			}
-			if r.IsInt() {
-				return true
-			}
-		}
-	}
-	return false
+	return ""
 }
 
-// equal is the library's equality of JSON values (numbers by value).
-func (c *validator) equal(a, b any) bool {
-	ta, tb := jsonTypeOf(a), jsonTypeOf(b)
-	if ta == "" || tb == "" {
-		c.unsure = true
-		return false
-	}
-	if ta != tb {
-		return false
-	}
-	switch a := a.(type) {
+func (j *jsonValue) JSONLen() int {
+	switch v := j.v.(type) {
 	case []any:
-		b := b.([]any)
-		if len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !c.equal(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
+		return len(v)
 	case map[string]any:
-		b := b.(map[string]any)
-		if len(a) != len(b) {
-			return false
-		}
-		for k, va := range a {
-			vb, ok := b[k]
-			if !ok || !c.equal(va, vb) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		b := b.(json.Number)
-		if a == b {
-			return true
-		}
-		ra, oka := new(big.Rat).SetString(string(a))
-		rb, okb := new(big.Rat).SetString(string(b))
-		if !oka || !okb {
-			c.unsure = true
-			return false
-		}
-		return ra.Cmp(rb) == 0
+		return len(v)
 	}
-	return a == b
+	return 0
+}
+
+func (j *jsonValue) JSONItem(i int) Instance { return anyInstance(j.v.([]any)[i]) }
+
+func (j *jsonValue) JSONMember(i int) (string, Instance) {
+	name := j.keys[i]
+	return name, anyInstance(j.v.(map[string]any)[name])
+}
+
+func (j *jsonValue) JSONLookup(name string) (Instance, bool) {
+	v, ok := j.v.(map[string]any)[name]
+	if !ok {
+		return nil, false
+	}
+	return anyInstance(v), true
 }
 
 // node is a compiled schema as valid walks it: its subschemas linked as
 // nodes, its properties in a list as well as a map.
 type node struct {
 	s                         *jsonschema.Schema
+	constant                  Instance // const, if any
+	enum                      []Instance
 	ref, not, cond, then, els *node
 	allOf, anyOf, oneOf       []*node
 	props                     map[string]*node
@@ -434,6 +536,12 @@ func makeNode(s *jsonschema.Schema, made map[*jsonschema.Schema]*node) (*node, b
 	}
 	n := &node{s: s}
 	made[s] = n
+	if len(s.Constant) > 0 {
+		n.constant = anyInstance(s.Constant[0])
+	}
+	for _, e := range s.Enum {
+		n.enum = append(n.enum, anyInstance(e))
+	}
 	ok := true
 	sub := func(s *jsonschema.Schema) *node {
 		m, good := makeNode(s, made)

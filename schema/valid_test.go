@@ -75,7 +75,7 @@ func TestValidMatchesLibrary(t *testing.T) {
 			mutate(r, doc, pick)
 		}
 		want := sch.Validate(doc) == nil
-		if got := valid(sch, doc); got != want {
+		if got := valid(sch, anyInstance(doc)); got != want {
 			text, _ := json.Marshal(doc)
 			t.Fatalf("variant %d: valid says %v, the library %v:\n%s", i, got, want, text)
 		}
