@@ -481,6 +481,11 @@ type posMsg struct {
 func badEncoding(file string, data []byte) (posMsg, bool) {
 	line, col := 1, 1
 	for i := 0; i < len(data); {
+		if c := data[i]; c >= 0x20 && c < 0x7f { // printable ASCII, most of a plan
+			i++
+			col++
+			continue
+		}
 		r, size := utf8.DecodeRune(data[i:])
 		p := Pos{File: file, Line: line, Col: col}
 		switch {
