@@ -94,17 +94,18 @@ type treeBuilder struct {
 	block   int     // the size of the last block of slab
 }
 
-// newValue returns a new Value set to v. A plan has a Value per node:
-// allocating them in blocks saves most of the allocations of a large one.
-func (b *treeBuilder) newValue(v Value) *Value {
+// newValue returns a new zero Value of kind k at the position of n. A
+// plan has a Value per node: allocating them in blocks saves most of the
+// allocations of a large one.
+func (b *treeBuilder) newValue(k Kind, n *yaml.Node) *Value {
 	if len(b.slab) == 0 {
-		b.block = min(max(2*b.block, 16), 1024) // small documents stay small
+		b.block = min(max(2*b.block, 16), 256) // small documents stay small
 		b.slab = make([]Value, b.block)
 	}
-	p := &b.slab[0]
+	v := &b.slab[0]
 	b.slab = b.slab[1:]
-	*p = v
-	return p
+	v.Kind, v.Pos, v.size = k, b.pos(n), 1
+	return v
 }
 
 var errTooBig = errors.New("too big")
@@ -184,13 +185,15 @@ func (b *treeBuilder) value(n *yaml.Node) (*Value, error) {
 	case yaml.AliasNode:
 		return b.alias(n)
 	case yaml.ScalarNode:
-		v := b.newValue(Value{Kind: Scalar, Tag: n.ShortTag(), Text: n.Value, Pos: b.pos(n), size: 1, bytes: len(n.Value)})
+		v := b.newValue(Scalar, n)
+		v.Tag, v.Text, v.bytes = n.ShortTag(), n.Value, len(n.Value)
 		if v.Tag == "!!null" {
 			v.Kind = Null
 		}
 		return v, b.anchored(n, v)
 	case yaml.SequenceNode:
-		v := b.newValue(Value{Kind: List, Pos: b.pos(n), size: 1, Items: make([]*Value, 0, len(n.Content))})
+		v := b.newValue(List, n)
+		v.Items = make([]*Value, 0, len(n.Content))
 		if n.Anchor != "" {
 			b.busy[n] = true
 			defer delete(b.busy, n)
@@ -242,7 +245,8 @@ func (b *treeBuilder) alias(n *yaml.Node) (*Value, error) {
 }
 
 func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
-	v := b.newValue(Value{Kind: Map, Pos: b.pos(n), size: 1, Fields: make([]Field, 0, len(n.Content)/2)})
+	v := b.newValue(Map, n)
+	v.Fields = make([]Field, 0, len(n.Content)/2)
 	if n.Anchor != "" {
 		b.busy[n] = true
 		defer delete(b.busy, n)
