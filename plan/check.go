@@ -400,26 +400,37 @@ func editDistance(a, b string) int {
 func (c *checker) expressions() {
 	steps := c.p.AllSteps()
 	withs := make(map[*Value]*Step, len(steps))
+	var withKinds [Map + 1]bool // the kinds of value a with: is: only those are looked up
 	for _, s := range steps {
 		if s.With != nil {
 			withs[s.With] = s
+			withKinds[s.With.Kind] = true
 		}
 	}
-	visited := make(map[*Value]bool, len(steps))
+	// A value reached twice (through an alias) is checked once; without
+	// aliases, none is.
+	var visited map[*Value]bool
+	if c.p.Root.shared {
+		visited = map[*Value]bool{}
+	}
 	var walk func(v *Value, step *Step)
 	walk = func(v *Value, step *Step) {
-		if s, ok := withs[v]; ok {
-			step = s
+		if withKinds[v.Kind] {
+			if s, ok := withs[v]; ok {
+				step = s
+			}
 		}
 		switch v.Kind {
 		case Scalar:
 			if v.Tag != "!!str" {
 				return
 			}
-			if visited[v] {
-				return
+			if visited != nil {
+				if visited[v] {
+					return
+				}
+				visited[v] = true
 			}
-			visited[v] = true
 			c.lintSecret(v)
 			if step != nil {
 				c.typos(v, step)

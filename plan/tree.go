@@ -41,6 +41,9 @@ type Value struct {
 
 	size  int // number of values in the expanded tree rooted here
 	bytes int // bytes of text (scalars and keys) in the expanded tree rooted here
+	// shared is set on the root of a tree where an alias made a value
+	// reachable twice.
+	shared bool
 }
 
 // Field is one key of a mapping.
@@ -90,6 +93,7 @@ type treeBuilder struct {
 	anchors map[*yaml.Node]*Value // resolved anchors, shared by every alias of them
 	busy    map[*yaml.Node]bool   // anchors being resolved (alias cycles)
 	tooBig  bool
+	shared  bool    // an alias reused a resolved value
 	slab    []Value // Values are allocated from here, many at a time
 	block   int     // the size of the last block of slab
 }
@@ -155,6 +159,7 @@ func parseTree(file string, data []byte, d *diags) *Value {
 		d.errorf(Pos{File: file, Line: 1, Col: 1}, "the plan is empty: expected a mapping with taoflow:, name:, instances: and steps:")
 		return nil
 	}
+	v.shared = b.shared
 	return v
 }
 
@@ -239,6 +244,7 @@ func (b *treeBuilder) alias(n *yaml.Node) (*Value, error) {
 		return nil, errTooBig
 	}
 	if v, ok := b.anchors[target]; ok {
+		b.shared = true
 		return v, nil
 	}
 	return b.value(target)
