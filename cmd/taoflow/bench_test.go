@@ -130,6 +130,7 @@ steps:
   - id: wait
     uses: wait
     needs: [train]
+    with: {timeout: 10m}
 finally:
   - id: teardown
     uses: delete
@@ -141,7 +142,7 @@ finally:
 	for b.Loop() {
 		// The sandboxes are this machine's directories: the job writes
 		// its end time where the benchmark reads it.
-		benchApply(b, "apply", "--output", "plain", "--var", "out="+filepath.Join(dir, "ended"), "del.yaml")
+		benchApply(b, "apply", "--yes", "--output", "plain", "--var", "out="+filepath.Join(dir, "ended"), "del.yaml")
 		st, err := state.OpenReadOnly(filepath.Join(dir, ".taoflow"))
 		if err != nil {
 			b.Fatal(err)
