@@ -195,20 +195,33 @@ func (w *watcher) remove(f *follower) {
 	if len(w.followers) == 0 && !w.stopped && w.idle == nil {
 		w.idle = time.AfterFunc(watchLinger, func() {
 			w.mu.Lock()
-			idle := len(w.followers) == 0
+			idle := len(w.followers) == 0 && !w.stopped
+			if idle {
+				// Under the lock that add takes: a wait that comes now
+				// finds the watcher stopped and starts another.
+				w.stopped = true
+			}
 			w.mu.Unlock()
 			if idle {
-				w.stop()
+				w.halt()
 			}
 		})
 	}
 }
 
-// stop ends the watcher's stream (closing its stdin, then canceling it
-// if it does not end within watchStopGrace) and waits for it.
+// stop ends the watcher whether or not waits follow it (they poll on
+// their interval from now on).
 func (w *watcher) stop() {
 	w.mu.Lock()
 	w.stopped = true
+	w.mu.Unlock()
+	w.halt()
+}
+
+// halt ends the stopped watcher's stream (closing its stdin, then
+// canceling it if it does not end within watchStopGrace) and waits for it.
+func (w *watcher) halt() {
+	w.mu.Lock()
 	if w.idle != nil {
 		w.idle.Stop()
 		w.idle = nil
@@ -256,10 +269,10 @@ func (w *watcher) loop(ctx context.Context) {
 		_ = pw.Close()
 		_ = r.Close()
 		w.mu.Lock()
-		wasReady := w.ready
+		wasReady, stopped := w.ready, w.stopped
 		w.ready = false
 		w.mu.Unlock()
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || stopped {
 			return
 		}
 		// The stream ended without being asked to: its reports stop here,
