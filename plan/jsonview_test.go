@@ -113,3 +113,30 @@ func viewJSON(v schema.Instance) any {
 	}
 	return "type " + v.JSONType()
 }
+
+// FuzzJSONView: on any document, the schema reads the same through
+// jsonView as through JSON, and Valid agrees with Validate.
+func FuzzJSONView(f *testing.F) {
+	files, _ := filepath.Glob("testdata/diagnostics/*.txtar")
+	for _, file := range files {
+		if ar, err := txtar.ParseFile(file); err == nil {
+			for _, fl := range ar.Files {
+				if fl.Name == "plan.yaml" {
+					f.Add(fl.Data)
+				}
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		root := parseTree("f.yaml", data, &diags{})
+		if root == nil || root.size > 10_000 {
+			return
+		}
+		if diff := cmp.Diff(numbers(root.JSON()), viewJSON(jsonView{root})); diff != "" {
+			t.Fatalf("jsonView differs from JSON (-JSON +jsonView):\n%s", diff)
+		}
+		if want := schema.Validate(root.JSON()) == nil; schema.Valid(jsonView{root}) != want {
+			t.Fatalf("schema.Valid says %v, Validate %v", !want, want)
+		}
+	})
+}
