@@ -34,15 +34,16 @@ const eventsFile = ".taoflow/events"
 // watcher is (again) ready it wakes all its waits for one poll, which
 // sees the ends it could not report. Where no stream can run (brev's exec
 // transport, an ssh host that allows too few sessions, a platform that
-// is no Streamer, a watcher that failed watchGiveUp times in a row
-// without getting ready) the waits poll only.
+// is no Streamer, a watcher whose first watchGiveUp connections all
+// failed before "@ready") the waits poll only.
 
 const (
 	// watchLinger is how long a watcher no wait follows stays connected
 	// for the next wait (the cells of a sweep follow one after the other).
 	watchLinger = 2 * time.Second
 	// watchGiveUp is how many connections in a row may fail before
-	// "@ready" before the instance is polled only.
+	// "@ready", when none ever got ready, before the instance is polled
+	// only.
 	watchGiveUp = 5
 	// watchBackoff is the first pause before a reconnect, doubled up to
 	// watchMaxBackoff.
@@ -254,7 +255,7 @@ func (w *watcher) loop(ctx context.Context) {
 		"tf_run":    w.s.cfg.RunID,
 		"tf_docker": boolParam(w.s.cfg.Plan == nil || w.s.cfg.Plan.RunsContainers()),
 	}, "watch")
-	backoff, fails := watchBackoff, 0
+	backoff, fails, everReady := watchBackoff, 0, false
 	for {
 		r, pw := io.Pipe()
 		w.mu.Lock()
@@ -275,15 +276,21 @@ func (w *watcher) loop(ctx context.Context) {
 		if ctx.Err() != nil || stopped {
 			return
 		}
-		// The stream ended without being asked to: its reports stop here,
-		// so the waits poll (an end between the last line and now).
-		w.wakeAll()
 		if wasReady {
-			backoff, fails = watchBackoff, 0
+			// The stream ended without being asked to: its reports stop
+			// here, so the waits poll once (an end between its last line
+			// and now); the next "@ready" wakes them again. Failed
+			// reconnects wake nobody: a host that is down costs the waits
+			// no polls beyond their interval's.
+			w.wakeAll()
+			backoff, fails, everReady = watchBackoff, 0, true
 		} else {
 			fails++
 		}
-		if errors.Is(err, platform.ErrNoStream) || errors.Is(err, platform.ErrNotFound) || fails >= watchGiveUp {
+		// A watcher that never got ready cannot run here (no tail, a shell
+		// that refuses it); one that did keeps trying while waits follow
+		// it: the host may be back.
+		if errors.Is(err, platform.ErrNoStream) || errors.Is(err, platform.ErrNotFound) || (!everReady && fails >= watchGiveUp) {
 			w.mu.Lock()
 			w.disabled = true
 			w.mu.Unlock()

@@ -234,3 +234,62 @@ func TestWatchExecTransport(t *testing.T) {
 		t.Error("the local platform cannot be watched")
 	}
 }
+
+// TestWatcherMissesNoEnd: the watcher's session is killed and the host
+// refuses new sessions (sshtest's <sandbox>.down) while the job ends, so
+// no watcher can report that end; once the host is back, the watcher
+// connects again and its "@ready" poll sees the end (interval 1h).
+func TestWatcherMissesNoEnd(t *testing.T) {
+	srv := sshtest.Start(t)
+	home, err := srv.AddSandbox("box")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := ssh.New(ssh.Config{Run: "r1", ConfigFile: srv.ConfigFile})
+	t.Cleanup(func() { _ = pf.Close() })
+	x := newXfer(t, pf, platform.Instance{Name: "box", Ref: "box"}, home)
+	e := &env{inst: x.inst, steps: x.steps}
+	t.Cleanup(func() { killJobs(platform.Instance{Ref: home}) })
+	const id = "tf-r1-train-box"
+	e.runJob(t, x.steps, id, with("command", `while [ ! -e "$HOME/go" ]; do sleep 0.05; done`))
+
+	ctx, cancel := context.WithTimeout(t.Context(), noticeBound)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := e.waitJobs(ctx, x.steps, hour, Job{ID: id})
+		done <- err
+	}()
+	var w *watcher
+	testrig.Eventually(t, 30*time.Second, "the watcher is ready", func() bool {
+		w = watcherOf(x.steps, "box")
+		return w != nil && w.isReady()
+	})
+	down := home + ".down"
+	if err := os.WriteFile(down, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range watchProcs("tf_events=") {
+		if b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); strings.TrimSpace(string(b)) == "ssh" {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	testrig.Eventually(t, 30*time.Second, "the watcher to lose its stream", func() bool { return !w.isReady() })
+	if err := os.WriteFile(filepath.Join(home, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testrig.Eventually(t, 30*time.Second, "the job to end", func() bool {
+		_, err := os.Stat(filepath.Join(home, jobsDir, id, "rc"))
+		return err == nil
+	})
+	if err := os.Remove(down); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the end of a job while the watcher was cut off was not noticed within %s: %v", noticeBound, err)
+	}
+	if n := w.connectsSoFar(); n < 2 {
+		t.Errorf("the watcher connected %d times, want again after the cut", n)
+	}
+	x.steps.Close()
+}
