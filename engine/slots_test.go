@@ -88,9 +88,10 @@ func TestSlotsPerCell(t *testing.T) {
 	for _, e := range b.errs {
 		t.Error(e)
 	}
-	// 7 cells over 2 slots: both slots are used, and used again once free.
-	if b.cells[0]+b.cells[1] != 7 || b.cells[0] < 2 || b.cells[1] < 2 {
-		t.Errorf("cells per slot = %v, want 7 cells over slots 0 and 1, each used more than once", b.cells)
+	// 7 cells over 2 slots: both slots are used, and slots are used again
+	// once free (7 > 2). How many each gets depends on timing.
+	if b.cells[0]+b.cells[1] != 7 || b.cells[0] < 1 || b.cells[1] < 1 {
+		t.Errorf("cells per slot = %v, want 7 cells over slots 0 and 1, both used", b.cells)
 	}
 	for node, cmd := range b.command {
 		slot := b.slotOf[g.Node(node).Cell.ID]

@@ -398,27 +398,39 @@ func editDistance(a, b string) int {
 // expressions checks every ${{ }} under with:, forbids them elsewhere, and
 // lints literals that look like secrets.
 func (c *checker) expressions() {
-	withs := map[*Value]*Step{}
-	for _, s := range c.p.AllSteps() {
+	steps := c.p.AllSteps()
+	withs := make(map[*Value]*Step, len(steps))
+	var withKinds [Map + 1]bool // the kinds of value a with: is: only those are looked up
+	for _, s := range steps {
 		if s.With != nil {
 			withs[s.With] = s
+			withKinds[s.With.Kind] = true
 		}
 	}
-	visited := map[*Value]bool{}
+	// A value reached twice (through an alias) is checked once; without
+	// aliases, none is.
+	var visited map[*Value]bool
+	if c.p.Root.shared {
+		visited = map[*Value]bool{}
+	}
 	var walk func(v *Value, step *Step)
 	walk = func(v *Value, step *Step) {
-		if s, ok := withs[v]; ok {
-			step = s
+		if withKinds[v.Kind] {
+			if s, ok := withs[v]; ok {
+				step = s
+			}
 		}
 		switch v.Kind {
 		case Scalar:
 			if v.Tag != "!!str" {
 				return
 			}
-			if visited[v] {
-				return
+			if visited != nil {
+				if visited[v] {
+					return
+				}
+				visited[v] = true
 			}
-			visited[v] = true
 			c.lintSecret(v)
 			if step != nil {
 				c.typos(v, step)
@@ -541,7 +553,7 @@ func (c *checker) template(v *Value, s *Step) {
 	}
 	root := c.p.MatrixRoot(s)
 	for _, r := range t.Refs() {
-		pos := c.offsetPos(v, r.Offset)
+		pos := func() Pos { return c.offsetPos(v, r.Offset) } // only for a problem: it costs
 		switch r.NS {
 		case NSVars:
 			if _, ok := c.p.Var(r.Name); !ok {
@@ -549,11 +561,11 @@ func (c *checker) template(v *Value, s *Step) {
 				for _, vv := range c.p.Vars {
 					known = append(known, vv.Name)
 				}
-				c.d.errorf(pos, "unknown var %q%s", r.Name, c.suggest(r.Name, known))
+				c.d.errorf(pos(), "unknown var %q%s", r.Name, c.suggest(r.Name, known))
 			}
 		case NSMatrix:
 			if root == nil {
-				c.d.errorf(pos, "${{ matrix.%s }} is used in step %q, which has no matrix", r.Name, s.ID)
+				c.d.errorf(pos(), "${{ matrix.%s }} is used in step %q, which has no matrix", r.Name, s.ID)
 				continue
 			}
 			var keys []string
@@ -561,36 +573,36 @@ func (c *checker) template(v *Value, s *Step) {
 				keys = append(keys, a.Name)
 			}
 			if !slices.Contains(keys, r.Name) {
-				c.d.errorf(pos, "unknown matrix key %q%s", r.Name, c.suggest(r.Name, keys))
+				c.d.errorf(pos(), "unknown matrix key %q%s", r.Name, c.suggest(r.Name, keys))
 			}
 		case NSCell:
 			if root == nil {
-				c.d.errorf(pos, "${{ cell.%s }} is used in step %q, which has no matrix", r.Name, s.ID)
+				c.d.errorf(pos(), "${{ cell.%s }} is used in step %q, which has no matrix", r.Name, s.ID)
 			} else if r.Name != "id" && r.Name != "index" {
-				c.d.errorf(pos, "unknown cell field %q (cell.id and cell.index exist)", r.Name)
+				c.d.errorf(pos(), "unknown cell field %q (cell.id and cell.index exist)", r.Name)
 			}
 		case NSSlot:
 			if root == nil {
-				c.d.errorf(pos, "${{ slot.%s }} is used in step %q, which has no matrix (only the cells of a matrix hold slots)", r.Name, s.ID)
+				c.d.errorf(pos(), "${{ slot.%s }} is used in step %q, which has no matrix (only the cells of a matrix hold slots)", r.Name, s.ID)
 			} else if r.Name != "index" && r.Name != "gpus" {
-				c.d.errorf(pos, "unknown slot field %q (slot.index and slot.gpus exist)", r.Name)
+				c.d.errorf(pos(), "unknown slot field %q (slot.index and slot.gpus exist)", r.Name)
 			}
 		case NSRun:
 			if r.Name != "id" {
-				c.d.errorf(pos, "unknown run field %q (run.id exists)", r.Name)
+				c.d.errorf(pos(), "unknown run field %q (run.id exists)", r.Name)
 			}
 		case NSInstance:
 			if r.Name != "name" {
-				c.d.errorf(pos, "unknown instance field %q (instance.name exists)", r.Name)
+				c.d.errorf(pos(), "unknown instance field %q (instance.name exists)", r.Name)
 			}
 		case NSPlan:
 			if r.Name != "dir" {
-				c.d.errorf(pos, "unknown plan field %q (plan.dir exists)", r.Name)
+				c.d.errorf(pos(), "unknown plan field %q (plan.dir exists)", r.Name)
 			}
 		case NSSecrets:
-			c.d.errorf(pos, "secrets are never interpolated into commands: list %s under this step's with.env and read it as $%s in the command", r.Name, r.Name)
+			c.d.errorf(pos(), "secrets are never interpolated into commands: list %s under this step's with.env and read it as $%s in the command", r.Name, r.Name)
 		default:
-			c.d.errorf(pos, "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, slot, run, instance or plan)", r.NS, r)
+			c.d.errorf(pos(), "unknown namespace %q in ${{ %s }} (use vars, matrix, cell, slot, run, instance or plan)", r.NS, r)
 		}
 	}
 }

@@ -54,6 +54,9 @@ func HasExpr(s string) bool { return strings.Contains(s, "${{") }
 // Only dotted names are expressions; there are no operators or functions.
 func ParseTemplate(s string) (Template, error) {
 	t := Template{Raw: s}
+	if n := strings.Count(s, "${{"); n > 0 {
+		t.Parts = make([]Part, 0, 2*n+1)
+	}
 	rest, off := s, 0
 	for {
 		i := strings.Index(rest, "${{")
@@ -111,7 +114,16 @@ func isIdent(s string) bool {
 
 // Refs returns the references of the template in order.
 func (t Template) Refs() []Ref {
-	var out []Ref
+	n := 0
+	for _, p := range t.Parts {
+		if p.Ref != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Ref, 0, n)
 	for _, p := range t.Parts {
 		if p.Ref != nil {
 			out = append(out, *p.Ref)

@@ -49,7 +49,14 @@ func Parse(file string, data []byte, opts Options) (*Plan, Diagnostics) {
 	if root == nil {
 		return nil, d.list.Sort()
 	}
-	validateSchema(root, d)
+	// The schema and the checks only read the tree, and diagnostics are
+	// sorted in full at the end: the schema is checked alongside.
+	sd := &diags{}
+	validated := make(chan struct{})
+	go func() {
+		defer close(validated)
+		validateSchema(root, sd)
+	}()
 	var p *Plan
 	if root.Kind == Map {
 		p = build(file, root)
@@ -59,6 +66,10 @@ func Parse(file string, data []byte, opts Options) (*Plan, Diagnostics) {
 		check(p, d)
 		overrideVars(p, opts, d)
 		checkValues(p, d)
+	}
+	<-validated
+	d.list = append(sd.list, d.list...)
+	if p != nil {
 		if !d.list.HasErrors() {
 			lint(p, d) // advice for a plan that is otherwise right
 		}

@@ -106,8 +106,8 @@ func refersTo(v *Value, ns, name string) bool {
 	}
 	switch v.Kind {
 	case Scalar:
-		if !v.IsString() || !HasExpr(v.Text) {
-			return false
+		if !v.IsString() || !HasExpr(v.Text) || !strings.Contains(v.Text, name) {
+			return false // a reference spells its name out
 		}
 		t, err := ParseTemplate(v.Text)
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/taoflow/taoflow/schema"
 )
 
 // Kind is the shape of a Value.
@@ -39,6 +41,9 @@ type Value struct {
 
 	size  int // number of values in the expanded tree rooted here
 	bytes int // bytes of text (scalars and keys) in the expanded tree rooted here
+	// shared is set on the root of a tree where an alias made a value
+	// reachable twice.
+	shared bool
 }
 
 // Field is one key of a mapping.
@@ -88,6 +93,23 @@ type treeBuilder struct {
 	anchors map[*yaml.Node]*Value // resolved anchors, shared by every alias of them
 	busy    map[*yaml.Node]bool   // anchors being resolved (alias cycles)
 	tooBig  bool
+	shared  bool    // an alias reused a resolved value
+	slab    []Value // Values are allocated from here, many at a time
+	block   int     // the size of the last block of slab
+}
+
+// newValue returns a new zero Value of kind k at the position of n. A
+// plan has a Value per node: allocating them in blocks saves most of the
+// allocations of a large one.
+func (b *treeBuilder) newValue(k Kind, n *yaml.Node) *Value {
+	if len(b.slab) == 0 {
+		b.block = min(max(2*b.block, 16), 256) // small documents stay small
+		b.slab = make([]Value, b.block)
+	}
+	v := &b.slab[0]
+	b.slab = b.slab[1:]
+	v.Kind, v.Pos, v.size = k, b.pos(n), 1
+	return v
 }
 
 var errTooBig = errors.New("too big")
@@ -137,6 +159,7 @@ func parseTree(file string, data []byte, d *diags) *Value {
 		d.errorf(Pos{File: file, Line: 1, Col: 1}, "the plan is empty: expected a mapping with taoflow:, name:, instances: and steps:")
 		return nil
 	}
+	v.shared = b.shared
 	return v
 }
 
@@ -167,13 +190,15 @@ func (b *treeBuilder) value(n *yaml.Node) (*Value, error) {
 	case yaml.AliasNode:
 		return b.alias(n)
 	case yaml.ScalarNode:
-		v := &Value{Kind: Scalar, Tag: n.ShortTag(), Text: n.Value, Pos: b.pos(n), size: 1, bytes: len(n.Value)}
+		v := b.newValue(Scalar, n)
+		v.Tag, v.Text, v.bytes = n.ShortTag(), n.Value, len(n.Value)
 		if v.Tag == "!!null" {
 			v.Kind = Null
 		}
 		return v, b.anchored(n, v)
 	case yaml.SequenceNode:
-		v := &Value{Kind: List, Pos: b.pos(n), size: 1, Items: make([]*Value, 0, len(n.Content))}
+		v := b.newValue(List, n)
+		v.Items = make([]*Value, 0, len(n.Content))
 		if n.Anchor != "" {
 			b.busy[n] = true
 			defer delete(b.busy, n)
@@ -219,13 +244,15 @@ func (b *treeBuilder) alias(n *yaml.Node) (*Value, error) {
 		return nil, errTooBig
 	}
 	if v, ok := b.anchors[target]; ok {
+		b.shared = true
 		return v, nil
 	}
 	return b.value(target)
 }
 
 func (b *treeBuilder) mapping(n *yaml.Node) (*Value, error) {
-	v := &Value{Kind: Map, Pos: b.pos(n), size: 1, Fields: make([]Field, 0, len(n.Content)/2)}
+	v := b.newValue(Map, n)
+	v.Fields = make([]Field, 0, len(n.Content)/2)
 	if n.Anchor != "" {
 		b.busy[n] = true
 		defer delete(b.busy, n)
@@ -331,25 +358,96 @@ func (v *Value) JSON() any {
 		}
 		return out
 	}
+	switch typ, text := v.scalarJSON(); typ {
+	case "boolean":
+		return text == "true"
+	case "number":
+		return json.Number(text)
+	}
+	return v.Text
+}
+
+// scalarJSON is the JSON type of scalar v as JSON gives it ("boolean",
+// "number" or "string") and its text there: "true" or "false", a number's
+// digits, the string.
+func (v *Value) scalarJSON() (typ, text string) {
 	switch v.Tag {
 	case "!!bool":
 		if b, err := strconv.ParseBool(strings.ToLower(v.Text)); err == nil {
-			return b
+			return "boolean", strconv.FormatBool(b)
 		}
 	case "!!int":
 		t := strings.ReplaceAll(v.Text, "_", "")
 		if i, err := strconv.ParseInt(t, 0, 64); err == nil {
-			return json.Number(strconv.FormatInt(i, 10))
+			return "number", strconv.FormatInt(i, 10)
 		}
 		if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsInf(f, 0) {
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+			return "number", strconv.FormatFloat(f, 'g', -1, 64)
 		}
 	case "!!float":
 		if f, err := strconv.ParseFloat(strings.ReplaceAll(v.Text, "_", ""), 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+			return "number", strconv.FormatFloat(f, 'g', -1, 64)
 		}
 	}
-	return v.Text
+	return "string", v.Text
+}
+
+// jsonView is v as the JSON value JSON makes of it, read in place (a
+// schema.Instance): the schema's shortcut for a valid plan needs no copy.
+// Its mappings' members are in the order of their fields.
+type jsonView struct{ v *Value }
+
+var _ schema.Instance = jsonView{}
+
+func (j jsonView) JSONType() string {
+	switch j.v.Kind {
+	case Null:
+		return "null"
+	case List:
+		return "array"
+	case Map:
+		return "object"
+	}
+	typ, _ := j.v.scalarJSON()
+	return typ
+}
+
+func (j jsonView) JSONText() string {
+	if j.v.Kind != Scalar {
+		return ""
+	}
+	if j.v.Tag == "!!str" {
+		return j.v.Text // the common case, without scalarJSON's switch
+	}
+	_, text := j.v.scalarJSON()
+	return text
+}
+
+func (j jsonView) JSONLen() int {
+	switch j.v.Kind {
+	case List:
+		return len(j.v.Items)
+	case Map:
+		return len(j.v.Fields)
+	}
+	return 0
+}
+
+func (j jsonView) JSONItem(i int) schema.Instance { return jsonView{j.v.Items[i]} }
+
+func (j jsonView) JSONMember(i int) (string, schema.Instance) {
+	f := &j.v.Fields[i]
+	return f.Key, jsonView{f.Value}
+}
+
+func (j jsonView) JSONLookup(name string) (schema.Instance, bool) {
+	if j.v.Kind != Map {
+		return nil, false
+	}
+	if f := j.v.Field(name); f != nil {
+		return jsonView{f.Value}, true
+	}
+	return nil, false
 }
 
 // Lookup follows a JSON pointer ("/steps/3/with") through the tree and
@@ -393,6 +491,11 @@ type posMsg struct {
 func badEncoding(file string, data []byte) (posMsg, bool) {
 	line, col := 1, 1
 	for i := 0; i < len(data); {
+		if c := data[i]; c >= 0x20 && c < 0x7f { // printable ASCII, most of a plan
+			i++
+			col++
+			continue
+		}
 		r, size := utf8.DecodeRune(data[i:])
 		p := Pos{File: file, Line: line, Col: col}
 		switch {

@@ -27,10 +27,13 @@ var setters = map[string]bool{"read": true, "export": true, "local": true, "decl
 // typos warns about expression typos in a with: value of step s.
 func (c *checker) typos(v *Value, s *Step) {
 	text := v.Text
-	for _, m := range spacedOpenRE.FindAllStringIndex(text, -1) {
+	// The expressions below cannot match text that lacks what each
+	// requires: most values are skipped without running them.
+	spaced, braces, shellVar := typoCandidates(text)
+	for _, m := range findAll(spaced, spacedOpenRE, text) {
 		c.d.warnf(c.offsetPos(v, m[0]), "%q is not an expression opener and stays as written; did you mean ${{ (no blank inside)?", text[m[0]:m[1]])
 	}
-	for _, m := range bareBracesRE.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range findAll(braces, bareBracesRE, text) {
 		if m[0] > 0 && text[m[0]-1] == '$' {
 			continue
 		}
@@ -45,7 +48,7 @@ func (c *checker) typos(v *Value, s *Step) {
 		c.commandVarTypos(v, s)
 		return
 	}
-	for _, m := range shellVarRE.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range findAll(shellVar, shellVarRE, text) {
 		var name string
 		if m[2] >= 0 {
 			name = text[m[2]:m[3]]
@@ -115,4 +118,52 @@ func (c *checker) commandVarTypos(v *Value, s *Step) {
 		}
 		c.d.warnf(c.offsetPos(v, u.off), "%s is the instance shell's variable %s, which this command never sets (it expands to nothing); did you mean the plan's var, ${{ vars.%s }}?", clip(u.text), u.name, u.name)
 	}
+}
+
+// typoCandidates reports, for each of spacedOpenRE, bareBracesRE (a match
+// not right after a $) and shellVarRE, whether text has what a match needs:
+// a $ followed by a blank, or by { and a blank; a {{ not right after a $;
+// a $ followed by a letter or _, or by { and a letter or _.
+func typoCandidates(text string) (spaced, braces, shellVar bool) {
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '$':
+			next := byte(0)
+			if i+1 < len(text) {
+				next = text[i+1]
+			}
+			switch {
+			case isRESpace(next):
+				spaced = true
+			case next == '{' && i+2 < len(text):
+				spaced = spaced || isRESpace(text[i+2])
+				shellVar = shellVar || isIdentStart(text[i+2])
+			case isIdentStart(next):
+				shellVar = true
+			}
+		case '{':
+			if i+1 < len(text) && text[i+1] == '{' && (i == 0 || text[i-1] != '$') {
+				braces = true
+			}
+		}
+	}
+	return spaced, braces, shellVar
+}
+
+// isRESpace is \s of Go's regular expressions.
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// findAll is re.FindAllStringSubmatchIndex(text, -1) when candidate, and
+// nothing otherwise.
+func findAll(candidate bool, re *regexp.Regexp, text string) [][]int {
+	if !candidate {
+		return nil
+	}
+	return re.FindAllStringSubmatchIndex(text, -1)
 }

@@ -17,6 +17,9 @@ import (
 // validateSchema checks the tree against the plan's JSON Schema and reports
 // each failure at the key or value it concerns.
 func validateSchema(root *Value, d *diags) {
+	if schema.Valid(jsonView{root}) {
+		return // read in place; only a plan with failures is copied for the errors
+	}
 	err := schema.Validate(root.JSON())
 	if err == nil {
 		return

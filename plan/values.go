@@ -39,7 +39,6 @@ func checkValues(p *Plan, d *diags) {
 // refsUnder reports whether the strings under v refer to vars, and the
 // matrix keys they name (cell.* names every key: a cell id is made of all).
 func refsUnder(v *Value) (vars, cells bool, keys map[string]bool) {
-	keys = map[string]bool{}
 	var walk func(v *Value)
 	walk = func(v *Value) {
 		switch v.Kind {
@@ -57,6 +56,9 @@ func refsUnder(v *Value) (vars, cells bool, keys map[string]bool) {
 					vars = true
 				case NSMatrix:
 					cells = true
+					if keys == nil {
+						keys = map[string]bool{}
+					}
 					keys[r.Name] = true
 				case NSCell, NSSlot:
 					cells = true
@@ -348,11 +350,10 @@ func (c *checker) checkSubstituted(s *Step, f Field, sub *Value, cs *cellScope) 
 // definition, returning the problems as diagnostics (only those about the
 // value: a required key it lacks is not this check's business).
 func (c *checker) validateWith(w *Value, base, kind string) Diagnostics {
-	sch, err := schema.CompileDef("with-" + kind)
-	if err != nil {
+	if schema.ValidDef("with-"+kind, jsonView{w}) {
 		return nil
 	}
-	err = sch.Validate(w.JSON())
+	err := schema.ValidateDef("with-"+kind, w.JSON())
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return nil

@@ -117,6 +117,11 @@ type Streamer interface {
 	ExecStream(ctx context.Context, inst Instance, script string, stdin io.Reader, stdout io.Writer) (Result, error)
 }
 
+// ErrNoStream is ExecStream's error (wrapped) where a platform can run
+// scripts but not stream them on this instance (brev's exec transport):
+// the caller falls back to Exec.
+var ErrNoStream = errors.New("this transport cannot stream a command's output")
+
 // Closer is a Platform that holds resources (connections, control masters)
 // to release when the run ends.
 type Closer interface {

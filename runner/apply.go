@@ -168,6 +168,8 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	cwd, _ := os.Getwd()
 	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record,
 		TransientBackoff: cfg.TransientBackoff})
+	// The watchers go before the connections they stream over.
+	a.closers = append(a.closers, a.steps.Close)
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
 	a.insts.sel = cfg.Selection
 	a.insts.notify = a.progress.send

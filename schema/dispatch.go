@@ -29,7 +29,13 @@ import (
 // allOf, then checks each step against the one `then` its `uses` names. The
 // branches are read from the schema, so the two cannot drift; a branch of
 // another form is a compile error (see dispatcher).
+//
+// A plan the whole schema accepts is recognized first by valid, which
+// builds no errors; only a plan with failures goes through the dispatch.
 func Validate(doc any) error {
+	if full, err := Compile(); err == nil && valid(full, anyInstance(doc)) {
+		return nil
+	}
 	d, err := compileDispatch()
 	if err != nil {
 		return err

@@ -101,3 +101,17 @@ func CompileDef(name string) (*jsonschema.Schema, error) {
 	defsMap[name] = s
 	return s, nil
 }
+
+// ValidateDef validates v against the definition name of the plan schema
+// (see CompileDef), with the same result as CompileDef(name) and its
+// Validate, but without the library's per-value cost when v is valid.
+func ValidateDef(name string, v any) error {
+	s, err := CompileDef(name)
+	if err != nil {
+		return err
+	}
+	if valid(s, anyInstance(v)) {
+		return nil
+	}
+	return s.Validate(v)
+}

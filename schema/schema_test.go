@@ -798,6 +798,9 @@ func TestValidate(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("failing constraints (-want +got):\n%s", diff)
 			}
+			if v := valid(sch, anyInstance(decode(t, []byte(tc.doc)))); v != (got == nil) {
+				t.Errorf("valid says %v, the library's failures are %v", v, got)
+			}
 			// Validate, which dispatches on uses once per step, finds the
 			// same failures at the same places, with the same messages.
 			full := leafDetails(sch.Validate(decode(t, []byte(tc.doc))))

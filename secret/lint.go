@@ -240,8 +240,14 @@ type run struct{ start, end int }
 
 // entropyCandidates returns the random-looking strings of s.
 func entropyCandidates(s string) []run {
+	if len(s) < minRandom {
+		return nil // no run, nor segment of one, is long enough (most values)
+	}
 	var out []run
 	for _, t := range tokenRuns(s) {
+		if t.end-t.start < minRandom {
+			continue
+		}
 		if pathLike(s, t.start) {
 			// A path of words is not a secret, but a random segment in
 			// it may be: judge each segment alone first.
@@ -300,10 +306,13 @@ func pathLike(s string, start int) bool {
 // randomLooking reports whether s[t.start:t.end] is long, mixed and
 // high-entropy enough to be a generated secret, and not a digest, a UUID
 // or an identifier made of words.
+// minRandom is the shortest string randomLooking considers.
+const minRandom = 32
+
 func randomLooking(s string, t run) bool {
 	lit := s[t.start:t.end]
 	body := strings.TrimRight(lit, "=")
-	if len(body) < 32 || !strings.ContainsAny(body, digits) || !strings.ContainsAny(body, letters) {
+	if len(body) < minRandom || !strings.ContainsAny(body, digits) || !strings.ContainsAny(body, letters) {
 		return false
 	}
 	if digest(body) {

@@ -15,6 +15,7 @@ import (
 // labelled taoflow.run=<run>, which it also removes. An instance that no
 // longer exists has nothing to stop.
 func (s *Steps) Cleanup(ctx context.Context, inst platform.Instance) error {
+	s.unwatch(inst.Name)
 	_, err := s.cleanup(ctx, inst)
 	return err
 }

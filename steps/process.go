@@ -34,7 +34,8 @@ const (
 //
 //	cmd.sh    the command text
 //	run       the run id (so cleanup never touches another run's job)
-//	started   the start time, Unix seconds
+//	started   the start time, Unix seconds by taoflow's clock (ages are
+//	          read by it too: the instance's clock never matters)
 //	pid       the supervisor's pid, which is also the job's process group
 //	log       the command's stdout and stderr
 //	rc        the exit code, written in one write when the job ends (an
@@ -90,6 +91,7 @@ func (p *process) submitScript(spec jobSpec) string {
 		"tf_exit_jobdir":  strconv.Itoa(exitJobDir),
 		"tf_exit_workdir": strconv.Itoa(exitWorkdir),
 		"tf_exit_setsid":  strconv.Itoa(exitSetsid),
+		"tf_now":          strconv.FormatInt(time.Now().Unix(), 10),
 	}, "home", "proc-submit")
 }
 
@@ -132,7 +134,7 @@ func (p *process) statusScript(probes []probe) string {
 	for _, pr := range probes {
 		list = append(list, pr.ID, strconv.FormatInt(pr.Offset, 10), pr.Results)
 	}
-	return p.funcs(Params{"tf_probes": words(list...), "tf_chunk": strconv.Itoa(logChunk)}, "home", "proc-status")
+	return p.funcs(Params{"tf_probes": words(list...), "tf_chunk": strconv.Itoa(logChunk), "tf_now": strconv.FormatInt(time.Now().Unix(), 10)}, "home", "proc-status")
 }
 
 func (p *process) status(ctx context.Context, inst platform.Instance, probes []probe) ([]observation, error) {

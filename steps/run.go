@@ -124,7 +124,13 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 	for i, w := range ws {
 		names[i] = w.job.ID
 	}
-	fmt.Fprintf(req.Log, "waiting for %s (poll every %s)\n", strings.Join(names, ", "), interval)
+	wake, release := s.follow(ws)
+	defer release()
+	if wake != nil {
+		fmt.Fprintf(req.Log, "waiting for %s (poll every %s, and at once when one ends)\n", strings.Join(names, ", "), interval)
+	} else {
+		fmt.Fprintf(req.Log, "waiting for %s (poll every %s)\n", strings.Join(names, ", "), interval)
+	}
 	offsets := s.priorOffsets(req, ws)
 	start := time.Now()
 	failures := 0
@@ -155,7 +161,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 		if more && err == nil {
 			continue // read the rest of a log at once
 		}
-		if !sleep(ctx, interval) {
+		if !pause(ctx, interval, wake) {
 			return s.abandon(ctx, req, ws)
 		}
 	}

@@ -88,6 +88,12 @@ type Steps struct {
 	// gpus holds the GPU count preflight saw, by instance name, for
 	// gpus: per-slot.
 	gpus map[string]int
+
+	// watchers follow the jobs of each instance, by instance name
+	// (watch.go); watchClosed is set once Close has stopped them.
+	watchMu     sync.Mutex
+	watchers    map[string]*watcher
+	watchClosed bool
 }
 
 // New returns the steps of the run cfg describes.

@@ -29,7 +29,7 @@ import (
 // sshd, and points this process's environment at it (HOME, PATH, its state
 // directory), as a user's shell would be. It returns the fake and a work
 // directory that is the working directory for the test.
-func brevEnv(t *testing.T, opts brevtest.Options) (*brevtest.Fake, string) {
+func brevEnv(t testing.TB, opts brevtest.Options) (*brevtest.Fake, string) {
 	t.Helper()
 	opts.SSH = sshtest.Start(t)
 	f := brevtest.Start(t, opts)

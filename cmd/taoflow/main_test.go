@@ -191,14 +191,22 @@ func cmdWaitNode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// waitlog NODE TEXT: wait (up to 60s) until the log of node NODE of the
-// latest run in .taoflow holds TEXT.
+// waitlog [-count N] NODE TEXT: wait (up to 60s) until the log of node
+// NODE of the latest run in .taoflow holds TEXT (N times or more).
 func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 2 || neg {
-		ts.Fatalf("usage: waitlog node text")
+	n := 1
+	if len(args) == 4 && args[0] == "-count" {
+		var err error
+		if n, err = strconv.Atoi(args[1]); err != nil || n < 1 {
+			ts.Fatalf("waitlog: -count %q is not a positive number", args[1])
+		}
+		args = args[2:]
 	}
-	testrig.Eventually(ts, 60*time.Second, fmt.Sprintf("the log of node %s to show %q", args[0], args[1]), func() bool {
-		return strings.Contains(nodeLog(ts.MkAbs(".taoflow"), args[0]), args[1])
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: waitlog [-count N] node text")
+	}
+	testrig.Eventually(ts, 60*time.Second, fmt.Sprintf("the log of node %s to show %q %d times", args[0], args[1], n), func() bool {
+		return strings.Count(nodeLog(ts.MkAbs(".taoflow"), args[0]), args[1]) >= n
 	})
 }
 

@@ -61,7 +61,7 @@ func (b *Brev) Exec(ctx context.Context, inst platform.Instance, script string, 
 func (b *Brev) ExecStream(ctx context.Context, inst platform.Instance, script string, stdin io.Reader, stdout io.Writer) (platform.Result, error) {
 	fail := platform.Result{ExitCode: -1}
 	if b.cfg.Transport == TransportExec {
-		return fail, &platform.ExecError{Instance: inst.Name, Err: errors.New("streaming files needs transport: ssh (brev exec has no stdin and mixes its own output into stdout)")}
+		return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("%w: streaming needs transport: ssh (brev exec has no stdin and mixes its own output into stdout)", platform.ErrNoStream)}
 	}
 	if inst.Ref == "" {
 		return fail, &platform.ExecError{Instance: inst.Name, Err: errors.New("no brev instance name (Ref)")}

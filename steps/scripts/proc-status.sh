@@ -2,7 +2,8 @@
 # proc-status: observes host-process jobs in one round trip.
 # Parameters: tf_jobs (the jobs directory under $HOME), tf_probes (a list
 # of shell words, three per job: ID OFFSET RESULTS, RESULTS "" for none,
-# read with eval set --), tf_chunk (the most log bytes per job).
+# read with eval set --), tf_chunk (the most log bytes per job), tf_now
+# (Unix seconds by taoflow's clock, which also wrote each job's started).
 # Needs procfuncs and home.
 #
 # Prints, per job, a header
@@ -12,13 +13,12 @@
 # then N log bytes from OFFSET, then "@status LINE" (the last line of
 # RESULTS/status.json, unless it is older than the job's launch).
 #
-# Processes per poll: date (the clock, once) and wc (every log's size,
-# once); per job only tail and head for new log bytes and tail for
-# status.json. Everything else is builtins.
+# Processes per poll: wc (every log's size, once); per job only tail and
+# head for new log bytes and tail for status.json. Everything else is
+# builtins.
 tf_dir=$HOME/$tf_jobs
 tf_nl='
 '
-tf_now=$(date +%s)
 eval "set -- $tf_probes"
 # tf_state INDEX ID: the job's state, exit code, cancel mark and age, kept
 # in tf_<field>_INDEX for the second pass. Every state is read before any

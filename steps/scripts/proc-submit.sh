@@ -6,10 +6,12 @@
 # (the command, written to cmd.sh), tf_workdir ("" is $HOME; may start
 # with ~/), tf_workdir_msg (the error when it does not exist),
 # tf_supervisor (the text of proc-supervisor), tf_exit_jobdir,
-# tf_exit_workdir, tf_exit_setsid (exit codes).
+# tf_exit_workdir, tf_exit_setsid (exit codes), tf_now (the launch time,
+# Unix seconds, by taoflow's clock: proc-status reads ages by the same
+# clock, so the instance's own never matters and no date runs).
 # Needs procfuncs and home. Prints "launched PID" or "adopted PID".
 #
-# Processes: mkdir (the job directory), date (started), setsid and the
+# Processes: mkdir (the job directory), setsid and the
 # supervisor's sh, and sh cmd.sh; mkdir -p only for the first job.
 tf_dir=$HOME/$tf_jobs
 d=$tf_dir/$tf_job
@@ -30,7 +32,7 @@ if [ -n "$tf_workdir" ]; then tf_home "$tf_workdir"; else tf_h=$HOME; fi
 cd "$tf_h" 2>/dev/null || { printf '%s\n' "$tf_workdir_msg" >&2; rm -rf "$d"; exit "$tf_exit_workdir"; }
 command -v setsid >/dev/null 2>&1 || { echo 'setsid is not installed on the instance (util-linux)' >&2; rm -rf "$d"; exit "$tf_exit_setsid"; }
 printf '' > "$d/log" || exit "$tf_exit_jobdir"
-date +%s > "$d/started" || exit "$tf_exit_jobdir"
+echo "$tf_now" > "$d/started" || exit "$tf_exit_jobdir"
 # Without job control (set +m) a background child is never a process
 # group leader, so setsid needs no fork of its own and execs the
 # supervisor in the child: $! is the supervisor's pid and its group.

@@ -6,7 +6,10 @@
 #
 # rc is written in one write (no temporary file and mv: no process); a
 # reader that finds rc empty while this shell lives reads the job as
-# running (proc-status).
+# running (proc-status). Then "@end JOB" is appended to ~/.taoflow/events
+# in one short O_APPEND write, for a watcher (scripts/watch.sh) to report
+# the end at once.
 trap : TERM INT HUP
 sh "$1/cmd.sh" > "$1/log" 2>&1 < /dev/null
 echo "$?" > "$1/rc"
+printf '@end %s\n' "${1##*/}" >> "${1%/*/*}/events"
