@@ -13,13 +13,17 @@ FUZZ_REDACT ?= 30000x
 FUZZ_BREV ?= 30000x
 PKGS      := ./...
 
-.PHONY: all build test race fuzz bench lint check tools deps tidy fmt examples clean
+.PHONY: all build test race fuzz bench bench-deps lint check tools deps tidy fmt examples clean
 
 # What the tests run for real: an OpenSSH server, a Docker registry with
 # htpasswd auth, the AWS CLI and an S3 gateway (versitygw). The Docker Engine
 # itself must already be running.
 DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils shellcheck
 VERSITYGW := github.com/versity/versitygw/cmd/versitygw@v1.8.0
+# What the benchmarks also run: the peers they are compared with (rsync,
+# make, go-task) and strace, which counts a job's processes.
+BENCH_DEB := rsync strace make
+TASK      := github.com/go-task/task/v3/cmd/task@v3.54.0
 
 all: build
 
@@ -52,8 +56,19 @@ fuzz:
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZ_BREV)
 
 ## bench: benchmarks that print figures (no test asserts on speed); see docs/benchmarks.md
-bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine ./internal/dag ./secret ./state ./platform/... ./steps
+bench: deps bench-deps
+	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine ./internal/dag ./secret ./state ./platform/... ./steps ./cmd/taoflow
+
+## bench-deps: install the benchmarks' peers and tools (Debian packages, go-task)
+bench-deps:
+	@missing=""; for p in $(BENCH_DEB); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@command -v task >/dev/null 2>&1 || [ -x "$$($(GO) env GOPATH)/bin/task" ] || \
+		{ echo "installing go-task"; $(GO) install $(TASK); }
 
 ## lint: formatting, vet, golangci-lint (import direction), shellcheck of the remote scripts, go.mod tidiness, example plans
 lint: tools deps

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,10 @@ const (
 // `make bench` installs task; see docs/benchmarks.md.
 func BenchmarkSweep100(b *testing.B) {
 	taskBin, err := exec.LookPath("task")
+	if err != nil {
+		// go install puts it in GOPATH/bin, which may not be on PATH.
+		taskBin, err = exec.LookPath(filepath.Join(build.Default.GOPATH, "bin", "task"))
+	}
 	if err != nil {
 		b.Fatalf("go-task is not installed (make bench installs it: go install github.com/go-task/task/v3/cmd/task@v3.54.0): %v", err)
 	}
