@@ -29,6 +29,7 @@ type env struct {
 	local *local.Local
 	inst  platform.Instance
 	steps *Steps
+	made  []*Steps // every Steps newSteps made, closed at the end
 }
 
 // newEnv creates sandbox "a" of run r1 and registers a cleanup that kills
@@ -40,10 +41,34 @@ func newEnv(t *testing.T, mod ...func(*Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { killJobs(inst) })
 	e := &env{local: l, inst: inst}
+	// Before the sandbox is removed: no watcher and no job's supervisor
+	// may still write into it (a supervisor appends its @end line just
+	// after rc, which a wait may already have read).
+	t.Cleanup(func() {
+		for _, s := range e.made {
+			s.Close()
+		}
+		killJobs(inst)
+		waitJobsGone(t, inst)
+	})
 	e.steps = e.newSteps("r1", mod...)
 	return e
+}
+
+// waitJobsGone waits until no live process is left in the group of any
+// job in inst's sandbox.
+func waitJobsGone(t *testing.T, inst platform.Instance) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(inst.Ref, jobsDir, "*"))
+	testrig.Eventually(t, 30*time.Second, "the jobs' processes to end", func() bool {
+		for _, d := range dirs {
+			if pid, err := readPid(d); err == nil && pid > 1 && len(testrig.GroupMembers(pid)) > 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (e *env) newSteps(run string, mod ...func(*Config)) *Steps {
@@ -55,6 +80,7 @@ func (e *env) newSteps(run string, mod ...func(*Config)) *Steps {
 	}
 	s := New(cfg)
 	s.process.(*process).termGrace = 300 * time.Millisecond // tests need not wait 5s for KILL
+	e.made = append(e.made, s)
 	return s
 }
 

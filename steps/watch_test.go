@@ -77,7 +77,11 @@ func TestWaitNoticesEnd(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			x := rig(t)
 			e := &env{inst: x.inst, steps: x.steps}
-			t.Cleanup(func() { killJobs(platform.Instance{Ref: x.home}) })
+			t.Cleanup(func() {
+				x.steps.Close()
+				killJobs(platform.Instance{Ref: x.home})
+				waitJobsGone(t, platform.Instance{Ref: x.home})
+			})
 			ids := []string{"tf-r1-a-a", "tf-r1-b-a"}
 			for i, id := range ids {
 				e.runJob(t, x.steps, id, with("command", "sleep "+[]string{"0.5", "1.5"}[i]))
@@ -132,7 +136,11 @@ func TestWatcherReconnects(t *testing.T) {
 	t.Cleanup(func() { _ = pf.Close() })
 	x := newXfer(t, pf, platform.Instance{Name: "box", Ref: "box"}, home)
 	e := &env{inst: x.inst, steps: x.steps}
-	t.Cleanup(func() { killJobs(platform.Instance{Ref: home}) })
+	t.Cleanup(func() {
+		x.steps.Close()
+		killJobs(platform.Instance{Ref: home})
+		waitJobsGone(t, platform.Instance{Ref: home})
+	})
 	const id = "tf-r1-train-box"
 	gate := filepath.Join(home, "go")
 	e.runJob(t, x.steps, id, with("command", `while [ ! -e "$HOME/go" ]; do sleep 0.05; done; echo done`))
@@ -249,7 +257,11 @@ func TestWatcherMissesNoEnd(t *testing.T) {
 	t.Cleanup(func() { _ = pf.Close() })
 	x := newXfer(t, pf, platform.Instance{Name: "box", Ref: "box"}, home)
 	e := &env{inst: x.inst, steps: x.steps}
-	t.Cleanup(func() { killJobs(platform.Instance{Ref: home}) })
+	t.Cleanup(func() {
+		x.steps.Close()
+		killJobs(platform.Instance{Ref: home})
+		waitJobsGone(t, platform.Instance{Ref: home})
+	})
 	const id = "tf-r1-train-box"
 	e.runJob(t, x.steps, id, with("command", `while [ ! -e "$HOME/go" ]; do sleep 0.05; done`))
 
