@@ -18,17 +18,22 @@ import (
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 )
 
-// countingStreamer counts a streaming platform's commands.
+// countingStreamer counts a streaming platform's commands: execs as they
+// start, polls (status scripts) once they have returned.
 type countingStreamer struct {
-	pf             *ssh.SSH
-	execs, streams atomic.Int64
+	pf                    *ssh.SSH
+	execs, streams, polls atomic.Int64
 }
 
 func (c *countingStreamer) Kind() string { return c.pf.Kind() }
 
 func (c *countingStreamer) Exec(ctx context.Context, inst platform.Instance, script string, stdin io.Reader) (platform.Result, error) {
 	c.execs.Add(1)
-	return c.pf.Exec(ctx, inst, script, stdin)
+	res, err := c.pf.Exec(ctx, inst, script, stdin)
+	if strings.Contains(script, "@job ") {
+		c.polls.Add(1)
+	}
+	return res, err
 }
 
 func (c *countingStreamer) ExecStream(ctx context.Context, inst platform.Instance, script string, stdin io.Reader, stdout io.Writer) (platform.Result, error) {

@@ -253,9 +253,12 @@ func TestWatcherMissesNoEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf := ssh.New(ssh.Config{Run: "r1", ConfigFile: srv.ConfigFile})
-	t.Cleanup(func() { _ = pf.Close() })
+	pf := &countingStreamer{pf: ssh.New(ssh.Config{Run: "r1", ConfigFile: srv.ConfigFile})}
+	t.Cleanup(func() { _ = pf.pf.Close() })
 	x := newXfer(t, pf, platform.Instance{Name: "box", Ref: "box"}, home)
+	// A poll that fails for the host being down gives up after its quick
+	// retries, so that only the watcher's reconnect can wake the wait.
+	x.steps = New(Config{Platform: pf, RunID: "r1", Plan: x.steps.cfg.Plan, PollInterval: tick, TransientBackoff: 10 * time.Millisecond})
 	e := &env{inst: x.inst, steps: x.steps}
 	t.Cleanup(func() {
 		x.steps.Close()
@@ -268,15 +271,19 @@ func TestWatcherMissesNoEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), noticeBound)
 	defer cancel()
 	done := make(chan error, 1)
+	log := &logBuf{}
 	go func() {
-		_, _, err := e.waitJobs(ctx, x.steps, hour, Job{ID: id})
-		done <- err
+		done <- x.steps.Do(ctx, Request{NodeID: "wait@box", Step: &plan.Step{ID: "wait", Uses: plan.KindWait},
+			Instance: x.inst, With: hour, Jobs: []Job{{ID: id}}, Log: log, Progress: func(string) {}})
 	}()
 	var w *watcher
 	testrig.Eventually(t, 30*time.Second, "the watcher is ready", func() bool {
 		w = watcherOf(x.steps, "box")
 		return w != nil && w.isReady()
 	})
+	// The wait's first poll and the one "@ready" asked for are done: no
+	// wake is pending when the stream is cut.
+	testrig.Eventually(t, 30*time.Second, "two polls", func() bool { return pf.polls.Load() >= 2 })
 	down := home + ".down"
 	if err := os.WriteFile(down, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -287,6 +294,8 @@ func TestWatcherMissesNoEnd(t *testing.T) {
 		}
 	}
 	testrig.Eventually(t, 30*time.Second, "the watcher to lose its stream", func() bool { return !w.isReady() })
+	// The stream's end woke the wait, whose poll failed: the host is down.
+	testrig.Eventually(t, 30*time.Second, "the wait's poll to fail", func() bool { return strings.Contains(log.String(), "poll failed (1 of") })
 	if err := os.WriteFile(filepath.Join(home, "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -298,10 +307,10 @@ func TestWatcherMissesNoEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
-		t.Fatalf("the end of a job while the watcher was cut off was not noticed within %s: %v", noticeBound, err)
+		t.Fatalf("the end of a job while the watcher was cut off was not noticed within %s: %v\nlog:\n%s", noticeBound, err, log)
 	}
 	if n := w.connectsSoFar(); n < 2 {
-		t.Errorf("the watcher connected %d times, want again after the cut", n)
+		t.Errorf("the watcher connected %d times, want again after the cut (disabled %v, same %v)\nlog:\n%s", n, w.isDisabled(), w == watcherOf(x.steps, "box"), log)
 	}
 	x.steps.Close()
 }
