@@ -122,6 +122,13 @@ type Streamer interface {
 // the caller falls back to Exec.
 var ErrNoStream = errors.New("this transport cannot stream a command's output")
 
+// StreamChecker is a Streamer whose settings may rule streaming out:
+// CanStream is false when every ExecStream would fail with ErrNoStream
+// (brev's exec transport), so a caller need not try.
+type StreamChecker interface {
+	CanStream() bool
+}
+
 // Closer is a Platform that holds resources (connections, control masters)
 // to release when the run ends.
 type Closer interface {

@@ -96,10 +96,10 @@ func (s *Steps) canWatch() (platform.Streamer, bool) {
 	if !ok {
 		return nil, false
 	}
+	if c, ok := st.(platform.StreamChecker); ok && !c.CanStream() {
+		return nil, false
+	}
 	if p := s.cfg.Plan; p != nil {
-		if p.Platform.Transport == "exec" {
-			return nil, false
-		}
 		if n := p.Platform.MaxSessions; n > 0 && n < minWatchSessions {
 			return nil, false
 		}

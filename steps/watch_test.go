@@ -13,6 +13,7 @@ import (
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/platform/ssh"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 )
@@ -225,19 +226,24 @@ func TestWaitPollsWithoutStream(t *testing.T) {
 	}
 }
 
-// TestWatchExecTransport: a plan with brev's exec transport, or with too
-// few ssh sessions for a watcher, is polled only.
+// TestWatchExecTransport: brev's exec transport (it cannot stream), or a
+// plan with too few ssh sessions for a watcher, is polled only.
 func TestWatchExecTransport(t *testing.T) {
-	for name, pl := range map[string]plan.Platform{
-		"transport exec": {Kind: "brev", Transport: "exec"},
-		"max_sessions 2": {Kind: "ssh", MaxSessions: 2},
-	} {
-		e := newEnv(t, func(c *Config) { c.Plan = &plan.Plan{Platform: pl} })
-		if _, ok := e.steps.canWatch(); ok {
-			t.Errorf("%s: the instances would be watched", name)
+	for _, transport := range []string{brev.TransportExec, brev.TransportSSH} {
+		pf, err := brev.New(brev.Config{Transport: transport})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, func(c *Config) { c.Platform = pf })
+		if _, ok := e.steps.canWatch(); ok != (transport == brev.TransportSSH) {
+			t.Errorf("brev transport %s: watched = %v", transport, ok)
 		}
 	}
-	e := newEnv(t)
+	e := newEnv(t, func(c *Config) { c.Plan = &plan.Plan{Platform: plan.Platform{Kind: "ssh", MaxSessions: 2}} })
+	if _, ok := e.steps.canWatch(); ok {
+		t.Error("max_sessions 2: the instances would be watched")
+	}
+	e = newEnv(t)
 	if _, ok := e.steps.canWatch(); !ok {
 		t.Error("the local platform cannot be watched")
 	}

@@ -73,6 +73,10 @@ func (b *Brev) ExecStream(ctx context.Context, inst platform.Instance, script st
 	return s.ExecStream(ctx, inst, script, stdin, stdout)
 }
 
+// CanStream reports whether ExecStream can work: not over brev exec
+// (platform.StreamChecker).
+func (b *Brev) CanStream() bool { return b.cfg.Transport != TransportExec }
+
 // brevExec is Exec with TransportExec.
 func (b *Brev) brevExec(ctx context.Context, inst platform.Instance, script string, stdin io.Reader) (platform.Result, error) {
 	fail := platform.Result{ExitCode: -1}
