@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,33 +39,20 @@ func (w *watcher) connectsSoFar() int {
 	return w.connects
 }
 
-// watchProcs returns the pids of this machine's processes whose command
-// line holds text (a watch script's tail names its sandbox's events file).
-func watchProcs(text string) []int {
-	var pids []int
-	self := os.Getpid()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid := 0
-		for _, c := range e.Name() {
-			if c < '0' || c > '9' {
-				pid = 0
-				break
-			}
-			pid = pid*10 + int(c-'0')
-		}
-		if pid <= 1 || pid == self {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), text) {
-			if st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(st), ") Z ") {
-				continue // a zombie: this host's init does not reap orphans
-			}
-			pids = append(pids, pid)
+// killWatchClients SIGKILLs the local ssh clients of watch sessions (their
+// argv holds the script, which names tf_events), as a dropped connection
+// would end them, and fails t when there is none.
+func killWatchClients(t *testing.T) {
+	t.Helper()
+	killed := 0
+	for _, p := range testrig.ProcessesWith("tf_events=") {
+		if p.Comm() == "ssh" && syscall.Kill(p.PID, syscall.SIGKILL) == nil {
+			killed++
 		}
 	}
-	return pids
+	if killed == 0 {
+		t.Fatal("found no ssh client of a watch session to kill")
+	}
 }
 
 // TestWaitNoticesEnd: with interval 1h, a host-process job's end reaches
@@ -119,7 +105,7 @@ func TestWaitNoticesEnd(t *testing.T) {
 				}
 			}
 			x.steps.Close()
-			testrig.Eventually(t, 10*time.Second, "no watch process left", func() bool { return len(watchProcs(events)) == 0 })
+			testrig.Eventually(t, 10*time.Second, "no watch process left", func() bool { return len(testrig.ProcessesWith(events)) == 0 })
 		})
 	}
 }
@@ -157,21 +143,9 @@ func TestWatcherReconnects(t *testing.T) {
 	var w *watcher
 	testrig.Eventually(t, 30*time.Second, "the watcher is ready", func() bool {
 		w = watcherOf(x.steps, "box")
-		return w != nil && w.isReady() && len(watchProcs(events)) > 0
+		return w != nil && w.isReady() && len(testrig.ProcessesWith(events)) > 0
 	})
-	// The local ssh client of the watch session: its argv holds the
-	// script, which names the events file.
-	var killed int
-	for _, pid := range watchProcs("tf_events=") {
-		if b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); strings.TrimSpace(string(b)) == "ssh" {
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				killed++
-			}
-		}
-	}
-	if killed == 0 {
-		t.Fatal("found no ssh client of the watch session to kill")
-	}
+	killWatchClients(t)
 	testrig.Eventually(t, 30*time.Second, "the watcher connects again", func() bool { return w.connectsSoFar() >= 2 && w.isReady() })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -185,7 +159,7 @@ func TestWatcherReconnects(t *testing.T) {
 	}
 	x.steps.Close()
 	// The killed session's remote half ended too: its stdin closed.
-	testrig.Eventually(t, 10*time.Second, "no watch process left", func() bool { return len(watchProcs(events)) == 0 })
+	testrig.Eventually(t, 10*time.Second, "no watch process left", func() bool { return len(testrig.ProcessesWith(events)) == 0 })
 }
 
 // TestWaitNoticesContainerEnd: with interval 1h, a container's end
@@ -294,11 +268,7 @@ func TestWatcherMissesNoEnd(t *testing.T) {
 	if err := os.WriteFile(down, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range watchProcs("tf_events=") {
-		if b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); strings.TrimSpace(string(b)) == "ssh" {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	killWatchClients(t)
 	testrig.Eventually(t, 30*time.Second, "the watcher to lose its stream", func() bool { return !w.isReady() })
 	// The stream's end woke the wait, whose poll failed: the host is down.
 	testrig.Eventually(t, 30*time.Second, "the wait's poll to fail", func() bool { return strings.Contains(log.String(), "poll failed (1 of") })
