@@ -351,16 +351,12 @@ func (d *docker) remove(ctx context.Context, inst platform.Instance, ids []strin
 // With removeDirs it removes their job directories too (copies of their
 // logs, markers), else only the log copies: scripts/docker-cleanup.sh.
 func (d *docker) cleanupScript(instance string, removeDirs bool) string {
-	rm := "0"
-	if removeDirs {
-		rm = "1"
-	}
 	return script(Params{
 		"tf_jobs":           jobsDir,
 		"tf_run_label":      labelRun + "=" + d.s.cfg.RunID,
 		"tf_instance_label": labelInstance + "=" + instance,
 		"tf_grace":          strconv.Itoa(d.stopSeconds()),
-		"tf_remove_dirs":    rm,
+		"tf_remove_dirs":    boolParam(removeDirs),
 		"tf_exit_nodaemon":  strconv.Itoa(exitNoDaemon),
 	}, "docker-cleanup")
 }

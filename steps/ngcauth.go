@@ -31,11 +31,7 @@ func loginScript(registry, user, key string) string {
 // address is reached over plain HTTP (--insecure), as the Docker engine
 // allows by default.
 func manifestScript(image string) string {
-	insecure := "0"
-	if loopbackRegistry(image) {
-		insecure = "1"
-	}
-	return dockerScript(Params{"tf_image": image, "tf_insecure": insecure}, "manifest-inspect")
+	return dockerScript(Params{"tf_image": image, "tf_insecure": boolParam(loopbackRegistry(image))}, "manifest-inspect")
 }
 
 // ngcParams reads and checks the with: of an ngc-auth step, defaults

@@ -233,11 +233,7 @@ func (p *process) cancel(ctx context.Context, inst platform.Instance, ids []stri
 // logs in them hold whatever the jobs printed, secrets included):
 // scripts/proc-cleanup.sh.
 func (p *process) cleanupScript(prefix, run, instance string, remove bool) string {
-	rm := "0"
-	if remove {
-		rm = "1"
-	}
-	return p.funcs(Params{"tf_prefix": prefix, "tf_run": run, "tf_instance": instance, "tf_remove": rm}, "proc-cleanup")
+	return p.funcs(Params{"tf_prefix": prefix, "tf_run": run, "tf_instance": instance, "tf_remove": boolParam(remove)}, "proc-cleanup")
 }
 
 func (p *process) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {

@@ -91,3 +91,11 @@ func words(items ...string) string {
 	}
 	return strings.Join(q, " ")
 }
+
+// boolParam is a yes/no parameter as the scripts test it: "1" or "0".
+func boolParam(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

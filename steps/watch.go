@@ -395,10 +395,3 @@ func pause(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 		return false
 	}
 }
-
-func boolParam(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
