@@ -126,11 +126,11 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 	}
 	wake, release := s.follow(ws)
 	defer release()
+	followed := ""
 	if wake != nil {
-		fmt.Fprintf(req.Log, "waiting for %s (poll every %s, and at once when one ends)\n", strings.Join(names, ", "), interval)
-	} else {
-		fmt.Fprintf(req.Log, "waiting for %s (poll every %s)\n", strings.Join(names, ", "), interval)
+		followed = ", and at once when one ends"
 	}
+	fmt.Fprintf(req.Log, "waiting for %s (poll every %s%s)\n", strings.Join(names, ", "), interval, followed)
 	offsets := s.priorOffsets(req, ws)
 	start := time.Now()
 	failures := 0
