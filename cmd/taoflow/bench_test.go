@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"go/build"
@@ -18,13 +17,12 @@ import (
 	"github.com/taoflow/taoflow/state"
 )
 
-// benchApply runs `taoflow ARGS` in this process and fails b unless it
-// exits 0.
+// benchApply runs `taoflow ARGS` in this process (applyCLI) and fails b
+// unless it exits 0.
 func benchApply(b *testing.B, args ...string) {
 	b.Helper()
-	var out, errOut bytes.Buffer
-	if code := exitCode(run(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut); code != 0 {
-		b.Fatalf("taoflow %s: exit %d\n%s\n%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	if code, out, errOut := applyCLI(b, args...); code != 0 {
+		b.Fatalf("taoflow %s: exit %d\n%s\n%s", strings.Join(args, " "), code, out, errOut)
 	}
 }
 

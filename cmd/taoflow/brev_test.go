@@ -80,7 +80,7 @@ func writePlan(t *testing.T, name, text string) {
 
 // applyCLI runs `taoflow ARGS` in this process and returns its exit code,
 // stdout and stderr.
-func applyCLI(t *testing.T, args ...string) (int, string, string) {
+func applyCLI(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code := exitCode(run(context.Background(), args, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
