@@ -11,13 +11,32 @@ import (
 	"github.com/taoflow/taoflow/plan"
 )
 
-func (x *execution) finalContext() context.Context {
-	if x.finalCtx == nil {
+// finalContext is the context a finalizer of instance inst runs on: one
+// that the run's cancellation does not end, with a deadline of
+// FinallyTimeout. Under early teardown each instance's finalizers start
+// when its own share of the run ends, so each instance has a deadline of
+// its own, counted from its first finalizer: a sweep whose instances end
+// hours apart gives the last one's finalizers as long as the first's.
+// Finalizers that start once the run was cancelled (Ctrl-C, fail_fast)
+// share one run-wide deadline from the first of them.
+func (x *execution) finalContext(inst string) context.Context {
+	if !x.finallyStarted {
+		x.finallyStarted = true
 		x.emit(Event{Type: FinallyStarted})
-		x.finalCtx, x.finalCancel = context.WithTimeoutCause(context.WithoutCancel(x.stepsCtx), x.cfg.FinallyTimeout,
-			fmt.Errorf("finalizers and teardown ran past their deadline of %s", x.cfg.FinallyTimeout))
 	}
-	return x.finalCtx
+	in := x.insts[inst]
+	if x.canceled || in == nil {
+		if x.finalCtx == nil {
+			x.finalCtx, x.finalCancel = context.WithTimeoutCause(context.WithoutCancel(x.stepsCtx), x.cfg.FinallyTimeout,
+				fmt.Errorf("finalizers and teardown ran past their deadline of %s", x.cfg.FinallyTimeout))
+		}
+		return x.finalCtx
+	}
+	if in.finalCtx == nil {
+		in.finalCtx, in.finalCancel = context.WithTimeoutCause(context.WithoutCancel(x.stepsCtx), x.cfg.FinallyTimeout,
+			fmt.Errorf("the finalizers of %s ran past their deadline of %s", inst, x.cfg.FinallyTimeout))
+	}
+	return in.finalCtx
 }
 
 // attempts runs a node's attempts (on a worker of its own) and says how the

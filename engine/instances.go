@@ -42,6 +42,10 @@ type instRun struct {
 	waiters       []chan error
 	releaseErrMsg string         // why the release failed ("" if it did not)
 	outcome       ReleaseOutcome // of the release, once released
+	// finalCtx bounds the instance's finalizers that start before the run
+	// is cancelled, from the first of them (finalContext).
+	finalCtx    context.Context
+	finalCancel context.CancelFunc
 }
 
 // take gives cell g a slot: slot want when it is free, else the lowest

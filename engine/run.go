@@ -128,8 +128,10 @@ type Config struct {
 	Executor  Executor
 	Instances Instances
 	Observer  Observer
-	// FinallyTimeout bounds the finalizers and the release of instances,
-	// counted from when they start (default 30m).
+	// FinallyTimeout bounds the finalizers and the release of instances
+	// (default 30m): each instance's finalizers from the first of them,
+	// its release from its start, and the finalizers that start after the
+	// run was cancelled all together, from the first of them.
 	FinallyTimeout time.Duration
 	// Done lists nodes that already succeeded (resume), with the instance
 	// each ran on.
@@ -264,10 +266,13 @@ type execution struct {
 
 	stepsCtx    context.Context
 	cancelSteps context.CancelCauseFunc
-	finalCtx    context.Context
-	finalCancel context.CancelFunc
-	canceled    bool
-	interrupted bool
+	// finalCtx bounds the finalizers that start once the run was
+	// cancelled; each instance bounds its own before (instRun.finalCtx).
+	finalCtx       context.Context
+	finalCancel    context.CancelFunc
+	finallyStarted bool
+	canceled       bool
+	interrupted    bool
 }
 
 // Run runs the graph to the end: every node ends, finalizers run after the
@@ -355,6 +360,11 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 	x.loop(ctx)
 	if x.finalCancel != nil {
 		x.finalCancel()
+	}
+	for _, in := range x.insts {
+		if in.finalCancel != nil {
+			in.finalCancel()
+		}
 	}
 	return x.summary()
 }

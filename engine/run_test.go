@@ -919,3 +919,53 @@ steps:
 		}
 	})
 }
+
+// TestFinalizerDeadlinePerInstance: under early teardown each instance's
+// finalizers start when its own share ends. Instances whose finalizers
+// start further apart than FinallyTimeout each get the whole deadline,
+// counted from their own first finalizer (issue 27 item 2: one deadline
+// for the run cancelled the later instance's finalizers at once).
+func TestFinalizerDeadlinePerInstance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := mustPlan(t, `
+taoflow: 1
+name: apart
+instances: {short: {}, long: {}}
+steps:
+  - id: train
+    uses: pull
+    on: [short, long]
+    with: {image: x}
+finally:
+  - id: save
+    uses: pull
+    with: {image: x}
+  - id: teardown
+    uses: delete
+    needs: [save]
+`)
+		t0 := time.Now()
+		f := newFake(func(ctx context.Context, tk *engine.Task) error {
+			switch {
+			case tk.Node.ID == "train@long":
+				time.Sleep(3 * time.Hour)
+			case tk.Node.Finally:
+				// A finalizer that takes a while, well within its deadline.
+				select {
+				case <-time.After(10 * time.Minute):
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			}
+			return nil
+		})
+		s := engine.Run(t.Context(), g, engine.Config{RunID: "r1", Executor: f, Instances: f, Observer: f, FinallyTimeout: time.Hour})
+		if s.Failed() {
+			t.Fatalf("failed after %s: %v %v", time.Since(t0), s.States, s.Messages)
+		}
+		if len(f.has("release ")) != 2 {
+			t.Errorf("releases: %v", f.has("release "))
+		}
+	})
+}
+

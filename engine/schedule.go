@@ -426,7 +426,7 @@ func (x *execution) start(nr *nodeRun) {
 	x.perStep[nr.n.Step.ID]++
 	ctx := x.stepsCtx
 	if nr.finally {
-		ctx = x.finalContext()
+		ctx = x.finalContext(nr.instance)
 	}
 	inst, upstream, slot := nr.instance, x.upstream(nr), x.slotOf(nr)
 	x.spawn(func() message {
