@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // Instance is one machine a plan runs on, as the platform knows it.
@@ -89,6 +90,18 @@ type Namer interface {
 type Deleter interface {
 	Delete(ctx context.Context, inst Instance) error
 }
+
+// DeleteBounder is a Deleter that bounds its own Delete and Stop: they
+// end within DeleteBound (their calls, tries and waits together). A
+// caller gives them a context of their own with this much time, never
+// what is left of a context that something else used up.
+type DeleteBounder interface {
+	DeleteBound() time.Duration
+}
+
+// DefaultDeleteBound is the time a caller gives the Delete (or Stop) of a
+// platform that is no DeleteBounder.
+const DefaultDeleteBound = 15 * time.Minute
 
 // Stopper is a Platform that can stop an instance while keeping its disk.
 type Stopper interface {

@@ -40,6 +40,8 @@ type ApplyConfig struct {
 	Version      string // taoflow's, for the provenance
 	// TransientBackoff is steps.Config.TransientBackoff (0: the default).
 	TransientBackoff time.Duration
+	// StopTimeout is steps.Config.StopTimeout (0: the default).
+	StopTimeout time.Duration
 	// OnBudget hears why the run went over the plan's budget, when it
 	// does (the run is then cancelled and torn down). It must not block.
 	OnBudget func(why string)
@@ -167,7 +169,7 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	}
 	cwd, _ := os.Getwd()
 	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record,
-		TransientBackoff: cfg.TransientBackoff})
+		TransientBackoff: cfg.TransientBackoff, StopTimeout: cfg.StopTimeout})
 	// The watchers go before the connections they stream over.
 	a.closers = append(a.closers, a.steps.Close)
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)

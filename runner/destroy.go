@@ -38,6 +38,9 @@ type Destroyer struct {
 	// TransientBackoff is steps.Config.TransientBackoff for the commands
 	// that stop the runs' jobs (0: the default).
 	TransientBackoff time.Duration
+	// StopTimeout is steps.Config.StopTimeout for the stop of the runs'
+	// jobs on an instance (0: the default).
+	StopTimeout time.Duration
 }
 
 // Confirmed names the brev program and the ssh client config that the
@@ -131,7 +134,7 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		st := steps.New(steps.Config{Platform: pf, RunID: r.ID, TransientBackoff: d.TransientBackoff})
+		st := steps.New(steps.Config{Platform: pf, RunID: r.ID, TransientBackoff: d.TransientBackoff, StopTimeout: d.StopTimeout})
 		created := false
 		for _, res := range resources {
 			created = created || res.Kind == state.KindInstance
@@ -147,18 +150,28 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 		}
 		gone := errors.Is(where, platform.ErrNotFound)
 		if inst.Ref != "" && where == nil {
-			if err := st.Cleanup(cctx, inst); err != nil {
-				fmt.Fprintf(d.Log, "%s: stopping jobs on %s: %v\n", r.ID, name, err)
-				if created {
+			// Bounded (StopTimeout): a hung instance must not take the
+			// time of its delete.
+			if err := st.CleanupBefore(cctx, inst); err != nil {
+				switch {
+				case created && errors.Is(err, steps.ErrStopTimedOut):
+					fmt.Fprintf(d.Log, "%s: %s: could not stop the jobs (%v); deleting it\n", r.ID, name, err)
+				case created:
+					fmt.Fprintf(d.Log, "%s: stopping jobs on %s: %v\n", r.ID, name, err)
 					fmt.Fprintf(d.Log, "%s: %s is deleted all the same (deleting it stops them)\n", r.ID, name)
+				default:
+					fmt.Fprintf(d.Log, "%s: stopping jobs on %s: %v\n", r.ID, name, err)
 				}
 			}
 		}
+		// The delete runs on a context of its own, with the platform's
+		// own bound: whatever the job stop used is not taken from it.
+		dctx, dcancel := context.WithTimeout(ctx, deleteBound(pf))
 		for _, res := range resources {
 			var err error
 			if res.Kind == state.KindInstance && !gone {
 				if del, ok := pf.(platform.Deleter); ok {
-					err = del.Delete(cctx, inst)
+					err = del.Delete(dctx, inst)
 				}
 			}
 			if err != nil {
@@ -174,6 +187,7 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 			}
 			fmt.Fprintf(d.Log, "%s: %s %s: removed\n", r.ID, res.Kind, res.Name)
 		}
+		dcancel()
 		cancel()
 		if c, ok := pf.(platform.Closer); ok {
 			_ = c.Close()

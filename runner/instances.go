@@ -251,6 +251,12 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		}
 		return engine.ReleaseKept, jobsErr
 	}
+	// The delete (or stop) runs on a context of its own, with the
+	// platform's own bound: what the job stop used of ctx (a hung
+	// instance) is never taken from it.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteBound(in.platform))
+	defer cancel()
+	ctx = dctx
 	var err error
 	switch mode {
 	case engine.ReleaseStop:
@@ -289,6 +295,14 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 	return engine.ReleaseDeleted, err
 }
 
+// deleteBound is the time the Delete or Stop of an instance on pf gets.
+func deleteBound(pf platform.Platform) time.Duration {
+	if b, ok := pf.(platform.DeleteBounder); ok {
+		return b.DeleteBound()
+	}
+	return platform.DefaultDeleteBound
+}
+
 // find asks the platform whether inst is there (platform.Finder); nil when
 // it cannot tell.
 func (in *instances) find(ctx context.Context, inst platform.Instance) error {
@@ -310,12 +324,16 @@ func (in *instances) stopJobs(ctx context.Context, name string, inst platform.In
 	if !in.jobsLaunched(ctx, name) {
 		return nil
 	}
-	if err := in.steps.Cleanup(ctx, inst); err != nil {
-		err = fmt.Errorf("stopping this run's jobs on %s: %w", name, err)
-		if deleting {
+	// Bounded (steps.Config.StopTimeout): a hung instance must not take
+	// the time of its delete, nor the whole teardown.
+	if err := in.steps.CleanupBefore(ctx, inst); err != nil {
+		switch {
+		case deleting && errors.Is(err, steps.ErrStopTimedOut):
+			in.note(name, fmt.Sprintf("could not stop the jobs (%v); deleting it", err))
+		case deleting:
 			in.note(name, fmt.Sprintf("could not stop its jobs (%v); deleting it stops them", err))
 		}
-		return err
+		return fmt.Errorf("stopping this run's jobs on %s: %w", name, err)
 	}
 	return in.markJobsGone(ctx, name)
 }

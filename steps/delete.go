@@ -20,6 +20,31 @@ func (s *Steps) Cleanup(ctx context.Context, inst platform.Instance) error {
 	return err
 }
 
+// ErrStopTimedOut is what CleanupBefore's error wraps when the jobs'
+// stop ran out of its time (Config.StopTimeout).
+var ErrStopTimedOut = errors.New("timed out")
+
+// CleanupBefore is Cleanup bounded by Config.StopTimeout, for the release
+// of an instance: one that is deleted (or stopped) next, which ends its
+// jobs anyway, or let go. A hung instance (connected, then silent) cannot
+// take the time of its own delete, nor all of the teardown's. An error
+// wraps ErrStopTimedOut when the time ran out.
+func (s *Steps) CleanupBefore(ctx context.Context, inst platform.Instance) error {
+	s.unwatch(inst.Name)
+	_, err := s.cleanupBefore(ctx, inst)
+	return err
+}
+
+func (s *Steps) cleanupBefore(ctx context.Context, inst platform.Instance) ([]string, error) {
+	cctx, cancel := context.WithTimeoutCause(ctx, s.cfg.StopTimeout, fmt.Errorf("%w after %s", ErrStopTimedOut, s.cfg.StopTimeout))
+	defer cancel()
+	lines, err := s.cleanup(cctx, inst)
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		err = context.Cause(cctx)
+	}
+	return lines, err
+}
+
 // keepJobDirs reports whether the run's job directories on inst outlive
 // its teardown: only on an instance the plan keeps (keep: true), where the
 // user asked to look at what is left. Elsewhere, an ssh host or an
@@ -56,13 +81,16 @@ func (s *Steps) delete(ctx context.Context, req Request) error {
 		return err
 	}
 	inst := req.Instance
+	// An instance this run created and does not keep is deleted next,
+	// which stops its jobs.
+	deleting := inst.Created && !s.keepJobDirs(inst)
 	var lines []string
 	var cerr error
 	if req.NoJobs {
 		fmt.Fprintf(req.Log, "no job of this run can be running on %s: none to stop\n", inst.Name)
 	} else {
 		fmt.Fprintf(req.Log, "stopping this run's jobs on %s\n", inst.Name)
-		lines, cerr = s.cleanup(ctx, inst)
+		lines, cerr = s.cleanupBefore(ctx, inst)
 	}
 	for _, l := range lines {
 		fmt.Fprintln(req.Log, l)
@@ -70,7 +98,10 @@ func (s *Steps) delete(ctx context.Context, req Request) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	if cerr != nil {
+	switch {
+	case deleting && errors.Is(cerr, ErrStopTimedOut):
+		fmt.Fprintf(req.Log, "could not stop the jobs on %s (%s); deleting it\n", inst.Name, cerr)
+	case cerr != nil:
 		// Deleting the instance stops them anyway; an instance this run
 		// did not create keeps them, which is reported below.
 		fmt.Fprintf(req.Log, "could not stop the jobs on %s: %s\n", inst.Name, s.redact.Redact(cerr.Error()))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -133,38 +134,124 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 	fmt.Fprintf(req.Log, "waiting for %s (poll every %s%s)\n", strings.Join(names, ", "), interval, followed)
 	offsets := s.priorOffsets(req, ws)
 	start := time.Now()
+	// The wait's timeout runs on a timer of its own: a poll that never
+	// answers (a hung instance) cannot hold it off.
+	wctx, stopTimer := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		wctx, stopTimer = context.WithTimeoutCause(ctx, timeout, errWaitTimeout)
+	}
+	defer stopTimer()
 	failures := 0
+	asked := false // the platform was asked where the instance is, since the last poll that answered
 	for {
-		more, err := s.observe(ctx, req, ws)
+		more, lost, err := s.pollOnce(wctx, req, ws, interval)
 		if ctx.Err() != nil {
 			return s.abandon(ctx, req, ws)
 		}
 		offsets = recordOffsets(req, ws, offsets)
-		if err != nil {
+		if err != nil && wctx.Err() == nil {
 			failures++
 			fmt.Fprintf(req.Log, "poll failed (%d of %d in a row): %s\n", failures, maxPollFailures, s.redact.Redact(err.Error()))
+			if lost != nil && !asked {
+				// A lost connection may be an instance that is gone or
+				// stopped: the platform says so at once, where ten more
+				// polls would take minutes (and bill).
+				asked = true
+				if where := s.whereIs(ctx, *lost, interval); where != nil {
+					if req.InstanceDown != nil {
+						req.InstanceDown(*lost, where)
+					}
+					return s.fail(ClassNotReachable, where, "lost contact with the jobs: %v", where)
+				}
+			}
 			if failures >= maxPollFailures {
 				return s.fail(ClassNotReachable, err, "lost contact with the jobs after %d failed polls: %v", failures, err)
 			}
-		} else {
-			failures = 0
+		} else if err == nil {
+			failures, asked = 0, false
 		}
 		if done, err := outcome(ws); done {
 			s.recordMetrics(ctx, req, ws)
 			return err
 		}
 		if timeout > 0 {
-			if late := overdue(ws, time.Since(start), timeout); late != nil {
+			late := overdue(ws, time.Since(start), timeout)
+			if late == nil && wctx.Err() != nil {
+				late = firstRunning(ws)
+			}
+			if late != nil {
 				return s.timedOut(ctx, req, ws, late, timeout)
 			}
 		}
 		if more && err == nil {
 			continue // read the rest of a log at once
 		}
-		if !pause(ctx, interval, wake) {
-			return s.abandon(ctx, req, ws)
+		if !pause(wctx, interval, wake) {
+			if ctx.Err() != nil {
+				return s.abandon(ctx, req, ws)
+			}
+			return s.timedOut(ctx, req, ws, firstRunning(ws), timeout)
 		}
 	}
+}
+
+// errWaitTimeout is the cause of a wait's context when its timeout ends it.
+var errWaitTimeout = errors.New("the wait's timeout ended")
+
+// minPollTimeout is the least time one poll of a wait may take before it
+// counts as failed; pollTimeout is a few intervals when those are longer.
+const minPollTimeout = time.Minute
+
+// pollTimeout bounds one poll of a wait that polls every interval.
+func pollTimeout(interval time.Duration) time.Duration {
+	return max(3*interval, minPollTimeout)
+}
+
+// pollOnce is one poll of the wait's jobs, with a deadline of its own
+// (pollTimeout, and never past ctx's): a poll that hits it failed. lost is
+// the instance whose poll failed as a lost connection would (a transport
+// error, or no answer in time), nil when none did.
+func (s *Steps) pollOnce(ctx context.Context, req Request, ws []*watched, interval time.Duration) (more bool, lost *platform.Instance, err error) {
+	d := pollTimeout(interval)
+	pctx, cancel := context.WithTimeoutCause(ctx, d, fmt.Errorf("the poll did not answer within %s", d))
+	defer cancel()
+	more, failed, err := s.observe(pctx, req, ws)
+	if err != nil && pctx.Err() != nil && ctx.Err() == nil {
+		err = context.Cause(pctx)
+	}
+	var ee *platform.ExecError
+	if failed != nil && (errors.As(err, &ee) || pctx.Err() != nil) {
+		lost = failed
+	}
+	return more, lost, err
+}
+
+// whereIs asks the platform (platform.Finder), within a poll's deadline,
+// whether inst is still there to run commands on. It returns an error
+// wrapping platform.ErrNotFound or platform.ErrStopped when it is gone or
+// stopped, and nil when it may be there or the platform cannot tell.
+func (s *Steps) whereIs(ctx context.Context, inst platform.Instance, interval time.Duration) error {
+	f, ok := s.cfg.Platform.(platform.Finder)
+	if !ok || inst.Ref == "" {
+		return nil
+	}
+	fctx, cancel := context.WithTimeout(ctx, pollTimeout(interval))
+	defer cancel()
+	err := f.Find(fctx, inst)
+	if errors.Is(err, platform.ErrNotFound) || errors.Is(err, platform.ErrStopped) {
+		return err
+	}
+	return nil
+}
+
+// firstRunning is the first job that has not ended, nil when all have.
+func firstRunning(ws []*watched) *watched {
+	for _, w := range ws {
+		if !w.ended {
+			return w
+		}
+	}
+	return nil
 }
 
 // priorOffsets starts each job's log where an earlier attempt of this
@@ -217,8 +304,9 @@ func recordOffsets(req Request, ws []*watched, last map[string]int64) map[string
 
 // observe polls every job that has not ended, one Exec per instance, and
 // streams what it learns to the log and progress. It reports whether some
-// log has bytes left to read.
-func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more bool, err error) {
+// log has bytes left to read, and the first poll that failed: its error
+// and instance.
+func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more bool, failed *platform.Instance, err error) {
 	var firstErr error
 	for _, group := range byRuntime(ws) {
 		probes := make([]probe, len(group))
@@ -227,11 +315,11 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 		}
 		obs, err := group[0].rt.status(ctx, group[0].inst, probes)
 		if err != nil {
-			if ctx.Err() != nil {
-				return false, err
-			}
 			if firstErr == nil {
-				firstErr = err
+				firstErr, failed = err, &group[0].inst
+			}
+			if ctx.Err() != nil {
+				return false, failed, firstErr
 			}
 			continue
 		}
@@ -258,7 +346,7 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 			}
 		}
 	}
-	return more, firstErr
+	return more, failed, firstErr
 }
 
 // maxPartial bounds the unfinished last line a wait holds back: output
@@ -428,7 +516,7 @@ func (s *Steps) stopAll(ctx context.Context, req Request, ws []*watched) error {
 		}
 	}
 	for range 3 { // collect the last log lines
-		more, err := s.observe(ctx, req, ws)
+		more, _, err := s.observe(ctx, req, ws)
 		if err != nil || !more {
 			break
 		}

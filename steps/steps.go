@@ -72,7 +72,15 @@ type Config struct {
 	// before it ran is tried again, doubled before each later try (see
 	// transientTries); DefaultTransientBackoff when zero.
 	TransientBackoff time.Duration
+	// StopTimeout bounds the stop of the run's jobs on an instance that is
+	// deleted (or stopped) next, which ends them anyway: a hung instance
+	// must not hold up its own delete. DefaultStopTimeout when zero.
+	StopTimeout time.Duration
 }
+
+// DefaultStopTimeout is Config.StopTimeout when zero: time enough to stop
+// jobs (a TERM, 5 s, a KILL; docker stop) on an instance that answers.
+const DefaultStopTimeout = 2 * time.Minute
 
 // Steps runs the step kinds of one run.
 type Steps struct {
@@ -103,6 +111,9 @@ func New(cfg Config) *Steps {
 	}
 	if cfg.TransientBackoff <= 0 {
 		cfg.TransientBackoff = DefaultTransientBackoff
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
 	}
 	if cfg.Owner == "" {
 		host, _ := os.Hostname()
@@ -164,6 +175,10 @@ type Request struct {
 	// was launched, or the instance is gone or stopped): a delete step
 	// then has none to stop, and does not try to reach the instance.
 	NoJobs bool
+	// InstanceDown, when set, hears that a wait found an instance gone or
+	// stopped (why wraps platform.ErrNotFound or platform.ErrStopped),
+	// when it first saw it so: it stops counting it as billing from then.
+	InstanceDown func(inst platform.Instance, why error)
 	// Record, when set, is given facts the step learned that belong in
 	// the run state: pull records RecordImage and RecordDigest, wait
 	// RecordLogOffsets.

@@ -207,6 +207,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	a, err := runner.Start(parent, runner.ApplyConfig{Plan: p, PlanPath: path, Secrets: secrets, StateDir: g.stateDir,
 		Resume: prior, Selection: sel, Parallel: f.parallel, FinallyTimeout: f.finally,
 		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString(), TransientBackoff: g.transientBackoff,
+		StopTimeout: g.stopTimeout,
 		OnBudget: func(why string) {
 			fmt.Fprintf(errOut, "\ntaoflow: over budget: %s; cancelling the running work, then tearing down (finalizers run)\n", why)
 		}})

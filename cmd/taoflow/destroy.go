@@ -93,7 +93,7 @@ again with --brev-binary or --ssh-config (exit 2 says which).`,
 
 func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store, runs []state.Run, yes bool, confirmed runner.Confirmed) error {
 	d := runner.Destroyer{Store: store, StateDir: g.stateDir, Log: escapeWriter{sio.out}, CanceledExitCode: exitInterrupted, Confirmed: confirmed,
-		TransientBackoff: g.transientBackoff}
+		TransientBackoff: g.transientBackoff, StopTimeout: g.stopTimeout}
 	type work struct {
 		run   state.Run
 		alive []state.Resource

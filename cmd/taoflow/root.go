@@ -20,19 +20,30 @@ type globals struct {
 	// failed before it ran is tried again (env TAOFLOW_RETRY_BACKOFF;
 	// 0: steps.DefaultTransientBackoff).
 	transientBackoff time.Duration
+	// stopTimeout bounds the stop of a run's jobs on an instance at its
+	// release (env TAOFLOW_STOP_TIMEOUT; 0: steps.DefaultStopTimeout).
+	stopTimeout time.Duration
 }
 
 // fromEnv reads the settings that come from the environment alone.
 func (g *globals) fromEnv() error {
-	v := os.Getenv("TAOFLOW_RETRY_BACKOFF")
-	if v == "" {
-		return nil
+	for _, e := range []struct {
+		name, example string
+		to            *time.Duration
+	}{
+		{"TAOFLOW_RETRY_BACKOFF", "1s", &g.transientBackoff},
+		{"TAOFLOW_STOP_TIMEOUT", "2m", &g.stopTimeout},
+	} {
+		v := os.Getenv(e.name)
+		if v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return usageError(fmt.Errorf("%s=%q: want a positive duration such as %s", e.name, v, e.example))
+		}
+		*e.to = d
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return usageError(fmt.Errorf("TAOFLOW_RETRY_BACKOFF=%q: want a positive duration such as 1s", v))
-	}
-	g.transientBackoff = d
 	return nil
 }
 
@@ -95,7 +106,11 @@ Commands that print data take --json (-o json is the same); apply takes
 
 Environment: TAOFLOW_STATE is --state's default; TAOFLOW_RETRY_BACKOFF (a
 duration, default 1s) is the pause before a remote command whose connection
-failed before it ran is tried again, doubled before each later try.`,
+failed before it ran is tried again, doubled before each later try;
+TAOFLOW_STOP_TIMEOUT (a duration, default 2m) bounds the stop of a run's
+jobs on an instance when it is released (apply's teardown, destroy): an
+instance that is deleted next is deleted even when its jobs could not be
+stopped in that time (a hung instance).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		CompletionOptions: cobra.CompletionOptions{

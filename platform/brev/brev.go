@@ -107,6 +107,8 @@ var (
 	_ platform.Checker  = (*Brev)(nil)
 	_ platform.Adopter  = (*Brev)(nil)
 	_ platform.Finder   = (*Brev)(nil)
+
+	_ platform.DeleteBounder = (*Brev)(nil)
 )
 
 // maxExecOutput is the most bytes of each of stdout and stderr that Exec

@@ -425,7 +425,7 @@ func (b *Brev) probe(ctx context.Context, inst platform.Instance) error {
 // that the cancellation of ctx does not end, and returns cause with what
 // became of the instance. createFailed says brev create itself failed.
 func (b *Brev) abandon(ctx context.Context, inst platform.Instance, cause error, createFailed bool) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.DeleteTimeout+(deleteTries+maxLsFailures+2)*b.cfg.CallTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.DeleteBound())
 	defer cancel()
 	what := fmt.Sprintf("create brev instance %s (%s)", inst.Name, inst.Ref)
 	b.progress(inst.Name, "failed; cleaning up")
@@ -449,6 +449,12 @@ func (b *Brev) abandon(ctx context.Context, inst platform.Instance, cause error,
 		return fmt.Errorf("%s: %w; it exists (status %s) and deleting it failed: %w", what, cause, orUnknown(w.Status), err)
 	}
 	return fmt.Errorf("%s: %w; %s", what, cause, note)
+}
+
+// DeleteBound is the most a Delete or Stop takes (platform.DeleteBounder):
+// its wait (DeleteTimeout) and its brev calls, each bounded by CallTimeout.
+func (b *Brev) DeleteBound() time.Duration {
+	return b.cfg.DeleteTimeout + (deleteTries+maxLsFailures+2)*b.cfg.CallTimeout
 }
 
 // Delete deletes an instance this run created, and waits until `brev ls`

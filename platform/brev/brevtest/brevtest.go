@@ -458,6 +458,22 @@ func (f *Fake) CutOff(name string) {
 	f.t.Fatalf("brevtest: CutOff(%q): no such instance", name)
 }
 
+// Hang makes the named instance hang, as a VM thrashing on memory or a
+// hung disk does: ls still shows it RUNNING, ssh connects, but every
+// session started from then on never answers nor ends (sshtest.Hang).
+func (f *Fake) Hang(name string) {
+	f.t.Helper()
+	for _, i := range f.Instances() {
+		if i.Name == name {
+			if err := sshtest.Hang(i.Sandbox, true); err != nil {
+				f.t.Fatalf("brevtest: %v", err)
+			}
+			return
+		}
+	}
+	f.t.Fatalf("brevtest: Hang(%q): no such instance", name)
+}
+
 func (f *Fake) down(name string, remove bool) {
 	f.t.Helper()
 	var sandbox string

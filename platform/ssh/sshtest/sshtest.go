@@ -164,11 +164,17 @@ var errPortTaken = errors.New("port already in use")
 // the way separate machines would. Without it the command runs as sshd
 // would run it. A sandbox next to which a file <sandbox>.down exists is a
 // machine that is down: its sessions fail as ssh does when the host
-// refuses connections (exit 255).
+// refuses connections (exit 255). A sandbox next to which a file
+// <sandbox>.hang exists is a hung machine (a VM thrashing on memory, a hung
+// disk or home): connections and the master connection are fine, but every
+// session started from then on never answers and never ends (see Hang).
 const sandboxScript = `#!/bin/sh
 if [ -n "$TF_SANDBOX" ] && [ -e "$TF_SANDBOX.down" ]; then
 	echo "ssh: connect to host $(basename "$TF_SANDBOX") port 22: Connection refused" >&2
 	exit 255
+fi
+if [ -n "$TF_SANDBOX" ] && [ -e "$TF_SANDBOX.hang" ]; then
+	exec sleep 100000
 fi
 if [ -n "$TF_SANDBOX" ]; then
 	HOME=$TF_SANDBOX; export HOME
@@ -197,6 +203,21 @@ func (s *Server) AddSandbox(alias string) (string, error) {
 		return "", err
 	}
 	return home, nil
+}
+
+// Hang makes the sandbox home (AddSandbox) a hung machine, or a healthy
+// one again: while hung, every session started through its alias is
+// accepted and then never answers nor ends, while connections, ssh's
+// master connection and the sessions already running stay as they are.
+// The server kills the hung sessions when the test ends.
+func Hang(home string, hung bool) error {
+	if !hung {
+		if err := os.Remove(home + ".hang"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return os.WriteFile(home+".hang", nil, 0o600)
 }
 
 // HostEntry returns an ssh_config Host block named alias that reaches the

@@ -113,6 +113,7 @@ func (a *app) execOne(name, command string, host bool) error {
 		if i.Status == fakestate.Stopped {
 			// brev starts it (billing) and polls until RUNNING.
 			i.SetStatus(fakestate.Running)
+			i.PowerOn()
 			started = true
 		}
 		inst = *i

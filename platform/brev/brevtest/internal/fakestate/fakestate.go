@@ -202,6 +202,14 @@ func (i *Instance) SetStatus(status string) {
 	i.Ticks = 0
 }
 
+// PowerOn is the machine of a stopped instance booting again (a start, or
+// brev exec starting it): ssh to it is no longer refused.
+func (i *Instance) PowerOn() {
+	if i.Sandbox != "" {
+		_ = os.Remove(i.Sandbox + ".down")
+	}
+}
+
 // Fault is a failure still to be injected. Times is how many more times it
 // fires; Name limits it to one instance ("" = any).
 type Fault struct {
@@ -306,6 +314,7 @@ func (s *State) Tick(match func(*Instance) bool) {
 		case Starting:
 			if i.Ticks > 1 {
 				i.SetStatus(Running)
+				i.PowerOn()
 			}
 		}
 	}
