@@ -638,3 +638,57 @@ func TestArrayJSON(t *testing.T) {
 	}
 	f.CheckNoneAlive(t)
 }
+
+// TestExecTransportRestart: brev exec starts a STOPPED instance itself
+// before it runs the command (the real CLI does, and the fake copies it).
+// On one the run created, Exec says so (progress) and the command's stdout
+// is its own, without brev's "is starting" line; one the run did not
+// create (existing:) is looked at first and never started (issue 27 item
+// 4).
+func TestExecTransportRestart(t *testing.T) {
+	srv := sshtest.Start(t)
+	f := brevtest.Start(t, brevtest.Options{SSH: srv})
+	var mu sync.Mutex
+	var heard []string
+	b, run := newBrev(t, f, Config{Transport: TransportExec, Progress: func(instance, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		heard = append(heard, instance+": "+msg)
+	}})
+	ctx := context.Background()
+	inst := createGPU(t, b, f, run)
+
+	f.StopBehindBack(inst.Ref)
+	res, err := b.Exec(ctx, inst, "echo hi", nil)
+	if err != nil || res.ExitCode != 0 || string(res.Stdout) != "hi\n" {
+		t.Fatalf("Exec on a stopped instance = %d, %q, %v; want 0, %q", res.ExitCode, res.Stdout, err, "hi\n")
+	}
+	if st := f.Status(inst.Ref); st != "RUNNING" {
+		t.Errorf("the fake left %s %s after brev exec started it", inst.Ref, st)
+	}
+	mu.Lock()
+	said := strings.Join(heard, "\n")
+	mu.Unlock()
+	if !strings.Contains(said, "gpu: brev exec found "+inst.Ref+" STOPPED and started it again") {
+		t.Errorf("Exec did not say brev started the instance; it said:\n%s", said)
+	}
+
+	f.AddExisting("my-box")
+	box := platform.Instance{Name: "box", Ref: "my-box"}
+	if res, err := b.Exec(ctx, box, "echo hi", nil); err != nil || string(res.Stdout) != "hi\n" {
+		t.Fatalf("Exec on a running existing instance = %q, %v", res.Stdout, err)
+	}
+	f.StopBehindBack("my-box")
+	execs := len(f.CallsOf("exec", "my-box"))
+	res, err = b.Exec(ctx, box, "echo hi", nil)
+	var ee *platform.ExecError
+	if !errors.As(err, &ee) || !errors.Is(err, platform.ErrStopped) || res.ExitCode != -1 {
+		t.Errorf("Exec on a stopped existing instance = %+v, %v; want an ExecError wrapping ErrStopped", res, err)
+	}
+	if st := f.Status("my-box"); st != "STOPPED" {
+		t.Errorf("the existing instance is %s; taoflow must never start it", st)
+	}
+	if n := len(f.CallsOf("exec", "my-box")); n != execs {
+		t.Errorf("brev exec ran on the stopped existing instance (%d calls, %d before)", n, execs)
+	}
+}

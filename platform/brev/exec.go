@@ -104,6 +104,13 @@ func (b *Brev) brevExec(ctx context.Context, inst platform.Instance, script stri
 	if _, err := b.Check(ctx); err != nil {
 		return refuse(err)
 	}
+	if !inst.Created {
+		// brev exec starts a STOPPED instance itself (billing): one that
+		// taoflow did not create is looked at first, and never started.
+		if err := b.Find(ctx, inst); errors.Is(err, platform.ErrStopped) {
+			return refuse(fmt.Errorf("not running brev exec: %w; brev exec would start it, and taoflow never starts an instance it did not create (start it yourself, or stop the run)", err))
+		}
+	}
 	bin, err := b.binary()
 	if err != nil {
 		return refuse(err)
@@ -134,6 +141,12 @@ func (b *Brev) brevExec(ctx context.Context, inst platform.Instance, script stri
 	if out, rc, ok := parseExecOutput(res.Stdout, nonce, inst.Ref); ok {
 		// The marker is the script's own word, whatever brev did after.
 		res.Stdout, res.ExitCode = out, rc
+		if rest, ok := bytes.CutPrefix(res.Stdout, []byte(startingLine(inst.Ref))); ok {
+			// brev found the instance STOPPED and started it before it
+			// ran the command: it bills again.
+			res.Stdout = rest
+			b.progress(inst.Name, fmt.Sprintf("brev exec found %s STOPPED and started it again (it bills again)", inst.Ref))
+		}
 		return res, nil
 	}
 	code := cmd.ProcessState.ExitCode()
@@ -148,6 +161,10 @@ func (b *Brev) brevExec(ctx context.Context, inst platform.Instance, script stri
 		Err:       fmt.Errorf("brev exec -- %s exited %d without the command's exit status (%s): %s", inst.Ref, code, why, summary(res.Stderr, nil)),
 	}
 }
+
+// startingLine is what brev exec prints on stdout, before the command's
+// output, when it starts a STOPPED instance to run the command.
+func startingLine(ref string) string { return "Instance " + ref + " is starting. \n\n" }
 
 // execTransient reports whether brev exec's stderr says the connection
 // failed — the wrapped command always exits 0, so a failing ssh is ssh's
