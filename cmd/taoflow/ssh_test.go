@@ -12,14 +12,15 @@ import (
 )
 
 // TestSSHScripts runs the scripts in testdata/ssh against a real OpenSSH
-// server on 127.0.0.1 that stands for two hosts, box-a and box-b: each
-// alias's sessions run in a sandbox directory of its own as HOME. Every
+// server on 127.0.0.1 that stands for two hosts, box-a and box-b, and a
+// third, box-h, for the one script that makes its host hang: each alias's
+// sessions run in a sandbox directory of its own as HOME. Every
 // script gets the client config as ssh_config in its work directory, for
 // plans to name in platform.ssh_config.
 func TestSSHScripts(t *testing.T) {
 	srv := sshtest.Start(t)
 	homes := map[string]string{}
-	for _, alias := range []string{"box-a", "box-b"} {
+	for _, alias := range []string{"box-a", "box-b", "box-h"} {
 		home, err := srv.AddSandbox(alias)
 		if err != nil {
 			t.Fatal(err)
@@ -36,6 +37,7 @@ func TestSSHScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("HOME_A", homes["box-a"])
 			env.Setenv("HOME_B", homes["box-b"])
+			env.Setenv("HOME_H", homes["box-h"])
 			env.Setenv("LOCAL_IMAGE", image)
 			env.Setenv("NAME", testrig.UniqueName(t)+"-"+filepath.Base(env.WorkDir))
 			// A host that refuses is tried four times without seconds between.
