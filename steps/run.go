@@ -158,9 +158,6 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 				// polls would take minutes (and bill).
 				asked = true
 				if where := s.whereIs(ctx, *lost, interval); where != nil {
-					if req.InstanceDown != nil {
-						req.InstanceDown(*lost, where)
-					}
 					return s.fail(ClassNotReachable, where, "lost contact with the jobs: %v", where)
 				}
 			}

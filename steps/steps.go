@@ -175,10 +175,6 @@ type Request struct {
 	// was launched, or the instance is gone or stopped): a delete step
 	// then has none to stop, and does not try to reach the instance.
 	NoJobs bool
-	// InstanceDown, when set, hears that a wait found an instance gone or
-	// stopped (why wraps platform.ErrNotFound or platform.ErrStopped),
-	// when it first saw it so: it stops counting it as billing from then.
-	InstanceDown func(inst platform.Instance, why error)
 	// Record, when set, is given facts the step learned that belong in
 	// the run state: pull records RecordImage and RecordDigest, wait
 	// RecordLogOffsets.

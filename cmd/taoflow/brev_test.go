@@ -1233,3 +1233,101 @@ func TestNeverReachedHostNotExit3(t *testing.T) {
 		t.Errorf("the view does not say the host was left as it is:\n%s", out)
 	}
 }
+
+const brevHung = `taoflow: 1
+name: brev-hung
+platform: brev
+vars: {timeout: 1h}
+instances:
+  gpu: {create: {type: g5.xlarge}, keep: true}
+  box: {create: {type: g5.xlarge}}
+steps:
+  - id: train
+    uses: run
+    on: [gpu, box]
+    with: {command: "touch ~/started; while [ ! -e ~/go ]; do sleep 0.1; done"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms, timeout: "${{ vars.timeout }}"}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevHungInstance: an instance that brev ls shows RUNNING and that
+// accepts ssh, but whose sessions never answer (issue 27 item 1). The
+// wait times out at its timeout; Ctrl-C's teardown stops the jobs within
+// TAOFLOW_STOP_TIMEOUT and deletes the instance (far below
+// --finally-timeout); destroy deletes a hung instance that a run kept.
+func TestBrevHungInstance(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	t.Setenv("TAOFLOW_STOP_TIMEOUT", "1s")
+	writePlan(t, "hung.yaml", brevHung)
+	apply := func(ctx context.Context, hang string, extra ...string) (int, string, string, map[string]string) {
+		type result struct {
+			code        int
+			out, errOut string
+		}
+		done := make(chan result, 1)
+		go func() {
+			var out, errOut bytes.Buffer
+			args := append([]string{"apply", "--yes", "--output", "plain", "--finally-timeout", "10m", "hung.yaml"}, extra...)
+			code := exitCode(run(ctx, args, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
+			done <- result{code, out.String(), errOut.String()}
+		}()
+		names := map[string]string{}
+		if !testrig.Within(2*time.Minute, func() bool {
+			for _, in := range f.Instances() {
+				if _, err := os.Stat(filepath.Join(in.Sandbox, "started")); err == nil && in.Status == "RUNNING" {
+					names[in.Name[strings.LastIndex(in.Name, "-")+1:]] = in.Name
+				}
+			}
+			return len(names) == 2
+		}) {
+			t.Fatalf("the jobs did not start: %+v", f.Instances())
+		}
+		f.Hang(names[hang])
+		if hang == "box" {
+			// Let a poll of box hang, then interrupt.
+			time.Sleep(500 * time.Millisecond)
+			for _, in := range f.Instances() {
+				if in.Name == names["gpu"] {
+					_ = os.WriteFile(filepath.Join(in.Sandbox, "go"), nil, 0o600)
+				}
+			}
+		}
+		r := <-done
+		return r.code, r.out, r.errOut, names
+	}
+
+	// 1. The wait's timeout fires although a poll of box never answers;
+	// box is deleted all the same, and the kept gpu is left.
+	code, out, errOut, names := apply(t.Context(), "box", "--var", "timeout=3s")
+	if code != exitFailed {
+		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"wait@box on box: failed: timed out: job tf-brev-hung-",
+		"teardown@box | could not stop the jobs on box (timed out after 1s); deleting it",
+		"instance box: deleted",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the output:\n%s", want, out)
+		}
+	}
+	if st := f.Status(names["box"]); st != "DELETING" && st != "" {
+		t.Errorf("the hung instance is %s after the run", st)
+	}
+
+	// 2. Destroy removes the kept instance, hung now too.
+	f.Hang(names["gpu"])
+	code, out, errOut = applyCLI(t, "destroy", "latest", "--yes")
+	if code != exitOK || !strings.Contains(out, "could not stop the jobs (timed out after 1s); deleting it") || !strings.Contains(out, "instance gpu: removed") {
+		t.Errorf("destroy exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if st := f.Status(names["gpu"]); st != "DELETING" && st != "" {
+		t.Errorf("the kept hung instance is %s after destroy", st)
+	}
+	f.CheckNoneAlive(t)
+}
