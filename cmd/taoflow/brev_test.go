@@ -1331,3 +1331,67 @@ func TestBrevHungInstance(t *testing.T) {
 	}
 	f.CheckNoneAlive(t)
 }
+
+const brevVanish = `taoflow: 1
+name: brev-vanish
+platform: brev
+instances:
+  gone: {create: {type: g5.xlarge}}
+  stopped: {create: {type: g5.xlarge}}
+steps:
+  - id: train
+    uses: run
+    on: [gone, stopped]
+    with: {command: "touch ~/started; while [ ! -e ~/go ]; do sleep 0.05; done"}
+  - id: wait
+    uses: wait
+    needs: [train]
+    with: {interval: 100ms, timeout: 1h}
+finally:
+  - id: teardown
+    uses: delete
+`
+
+// TestBrevVanishedWaitFailsAtOnce: an instance deleted or stopped behind
+// taoflow's back fails its wait at the first failed poll, with the cause
+// brev ls gives, instead of after ten failed polls (issue 27 item 3).
+func TestBrevVanishedWaitFailsAtOnce(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	writePlan(t, "vanish.yaml", brevVanish)
+	done := make(chan [3]string, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		code := exitCode(run(t.Context(), []string{"apply", "--yes", "--output", "plain", "vanish.yaml"}, stdio{in: strings.NewReader(""), out: &out, err: &errOut}), &errOut)
+		done <- [3]string{fmt.Sprint(code), out.String(), errOut.String()}
+	}()
+	names := map[string]string{}
+	if !testrig.Within(2*time.Minute, func() bool {
+		for _, in := range f.Instances() {
+			if _, err := os.Stat(filepath.Join(in.Sandbox, "started")); err == nil {
+				names[in.Name[strings.LastIndex(in.Name, "-")+1:]] = in.Name
+			}
+		}
+		return len(names) == 2
+	}) {
+		t.Fatalf("the jobs did not start: %+v", f.Instances())
+	}
+	f.DeleteBehindBack(names["gone"])
+	f.StopBehindBack(names["stopped"])
+	r := <-done
+	code, out, errOut := r[0], r[1], r[2]
+	if code != fmt.Sprint(exitFailed) {
+		t.Fatalf("apply exit %s, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"wait@gone on gone: failed: not reachable: lost contact with the jobs: brev instance gone (" + names["gone"] + ") is not in `brev ls`",
+		"wait@stopped on stopped: failed: not reachable: lost contact with the jobs: brev instance stopped (" + names["stopped"] + ") is STOPPED",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the output:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "poll failed (3 of") {
+		t.Errorf("a wait polled a vanished instance more than twice:\n%s", out)
+	}
+	f.CheckNoneAlive(t)
+}
