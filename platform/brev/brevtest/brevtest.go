@@ -518,6 +518,8 @@ func (f *Fake) AddOthers(name, owner string) Instance {
 //     inside, exit 1 out) without running the command.
 //   - "delete-error": delete fails with an API error, instance unchanged.
 //   - "ls-error": ls fails with a network error (Name is ignored).
+//   - "search-error": search fails to fetch the public catalogue (a
+//     network error; Name is ignored): types go unpriced.
 type Fault struct {
 	// Kind is one of the kinds above.
 	Kind string
