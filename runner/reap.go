@@ -208,7 +208,7 @@ func (r *Reaper) reapBrev(ctx context.Context, cfg ReapConfig, known map[string]
 	named := map[string]bool{}
 	for _, n := range cfg.Names {
 		if !strings.HasPrefix(n, brev.Prefix) || !brev.ValidName(n) {
-			return refused(fmt.Errorf("--name %q: reap deletes only the instances taoflow names, %s…; delete another with brev delete", n, brev.Prefix))
+			return refused(fmt.Errorf("--name %q: reap deletes only the instances taoflow names, %s… (delete another with brev delete)", n, brev.Prefix))
 		}
 		named[n] = false
 	}

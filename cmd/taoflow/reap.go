@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/runner"
 )
 
@@ -107,6 +109,11 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 		return usageError(fmt.Errorf("--name and --unrecorded are for brev instances; they don't go with --only %s", runner.ReapContainers))
 	case len(f.names) > 0 && f.unrecorded:
 		return usageError(fmt.Errorf("give --name or --unrecorded, not both"))
+	}
+	for _, n := range f.names {
+		if !strings.HasPrefix(n, brev.Prefix) || !brev.ValidName(n) {
+			return usageError(fmt.Errorf("--name %q: reap deletes only the instances taoflow names, %s… (delete another with brev delete)", escapeControls(n), brev.Prefix))
+		}
 	}
 	r, err := runner.Reap(ctx, runner.ReapConfig{StateDir: g.stateDir, Plans: f.plans, BrevBinary: f.binary, Only: f.only, TransientBackoff: g.transientBackoff,
 		Names: f.names, Unrecorded: f.unrecorded})
