@@ -60,6 +60,7 @@ func build(file string, root *Value) *Plan {
 		p.Budget.Pos = f.KeyPos
 		p.Budget.MaxCost = floatOf(f.Value.Get("max_cost"))
 		p.Budget.MaxDuration, _ = time.ParseDuration(scalar(f.Value.Get("max_duration")))
+		p.Budget.AllowUnpriced = scalar(f.Value.Get("unpriced")) == "allow"
 	}
 	buildRecords(p, root)
 	p.index()

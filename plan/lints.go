@@ -84,7 +84,7 @@ func (c *checker) resultsNotUploaded(s *Step) {
 	}
 	var lost []string
 	for _, in := range c.pool(s) {
-		if c.deletedAtTeardown(in) {
+		if c.deletedAtTeardown(in) && !c.finallySaves(in) {
 			lost = append(lost, in.Name)
 		}
 	}
@@ -94,7 +94,19 @@ func (c *checker) resultsNotUploaded(s *Step) {
 	if slices.ContainsFunc(c.descendants(s), func(t *Step) bool { return SavesResults(t.Uses) }) {
 		return
 	}
-	c.d.warnf(res.Pos, "run step %q writes its results to %s on %s, which this run deletes at teardown, and no upload-s3 or fetch step after it copies them: the results are deleted with the instance (add an upload-s3 or fetch step that needs the wait of %s, or keep: true on the instance)", s.ID, clip(res.Text), strings.Join(lost, ", "), s.ID)
+	c.d.warnf(res.Pos, "run step %q writes its results to %s on %s, which this run deletes at teardown, and no upload-s3 or fetch step after it copies them: the results are deleted with the instance (add an upload-s3 or fetch step that needs the wait of %s, or one in finally that runs on %s, or keep: true on the instance)", s.ID, clip(res.Text), strings.Join(lost, ", "), s.ID, strings.Join(lost, ", "))
+}
+
+// finallySaves reports whether a finally step copies results off instance
+// in (an upload-s3 or fetch that runs there): finalizers on an instance
+// run before its release deletes it, on success, failure or Ctrl-C alike.
+func (c *checker) finallySaves(in *Instance) bool {
+	for _, f := range c.p.Finally {
+		if SavesResults(f.Uses) && slices.ContainsFunc(c.pool(f), func(i *Instance) bool { return i == in }) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *checker) imageNotPulled(s *Step) {

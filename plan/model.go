@@ -135,6 +135,9 @@ type Budget struct {
 	Pos         Pos
 	MaxCost     float64 // US dollars, at list prices
 	MaxDuration time.Duration
+	// AllowUnpriced is unpriced: allow: under MaxCost, an instance of no
+	// known price is created all the same (and not counted).
+	AllowUnpriced bool
 }
 
 // DefaultBackoff is the wait before a step's first retry when retries:

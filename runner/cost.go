@@ -52,6 +52,9 @@ type RunCost struct {
 	Instances []InstanceCost `json:"instances"`
 	// Total is the sum of the priced instances' costs, dollars.
 	Total float64 `json:"total"`
+	// Unpriced is how many instances Total leaves out: their price is not
+	// known (their cost is null).
+	Unpriced int `json:"unpriced_instances"`
 	// IdleSeconds is the GPU-idle time of all of them together.
 	IdleSeconds float64 `json:"gpu_idle_seconds"`
 	// Billing is true while some instance may still bill.
@@ -99,6 +102,8 @@ func Costs(ctx context.Context, store *state.Store, run string, now time.Time) (
 			cost := p * up.Hours()
 			ic.PricePerHour, ic.Cost = &p, &cost
 			out.Total += cost
+		} else {
+			out.Unpriced++
 		}
 		out.IdleSeconds += ic.IdleSeconds
 		out.Instances = append(out.Instances, ic)
@@ -156,4 +161,16 @@ func busy(nodes []state.Node, instance string, from, to time.Time) time.Duration
 // Costs is what the run's created instances have cost so far (Costs).
 func (a *Apply) Costs(ctx context.Context) (RunCost, error) {
 	return Costs(ctx, a.store, a.ID, time.Now())
+}
+
+// UnpricedNote is what a cost total leaves out, to follow it: " + 2
+// instances of unknown price"; "" when every instance is priced.
+func (c RunCost) UnpricedNote() string {
+	switch c.Unpriced {
+	case 0:
+		return ""
+	case 1:
+		return " + 1 instance of unknown price"
+	}
+	return " + " + strconv.Itoa(c.Unpriced) + " instances of unknown price"
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev"
@@ -108,6 +109,43 @@ func (d Destroyer) confirmedData(recorded map[string]string) (map[string]string,
 			"(it can run commands: ProxyCommand). If it is yours, confirm it: --ssh-config %s", cfg, cfg)
 	}
 	return data, nil
+}
+
+// DestroyCommand is the command that removes what run left of resources
+// (those that may still exist): "taoflow destroy RUN --yes", with the
+// --brev-binary and --ssh-config that Check would otherwise refuse for
+// (exit 2) because the recorded platform settings name them. Every piece
+// of advice to run destroy is this command, so that it works as printed.
+func DestroyCommand(run string, resources []state.Resource) string {
+	datas := make([]map[string]string, 0, len(resources))
+	for _, res := range resources {
+		datas = append(datas, res.Data)
+	}
+	return "taoflow destroy " + run + " --yes" + confirmFlags(datas...)
+}
+
+// confirmFlags are the destroy flags that confirm the brev program and ssh
+// config that recorded platform settings (resource data, or PlatformData)
+// name: " --brev-binary B --ssh-config C", each only when needed (see
+// Confirmed), shell-quoted; "" when none is.
+func confirmFlags(datas ...map[string]string) string {
+	var bin, cfg string
+	for _, d := range datas {
+		if b := d[dataBinary]; bin == "" && b != "" && b != "brev" {
+			bin = b
+		}
+		if c := d[dataSSHConfig]; cfg == "" && c != "" {
+			cfg = c
+		}
+	}
+	flags := ""
+	if bin != "" {
+		flags += " --brev-binary " + shellquote.Quote(bin)
+	}
+	if cfg != "" {
+		flags += " --ssh-config " + shellquote.Quote(cfg)
+	}
+	return flags
 }
 
 // Destroy tears down alive, the resources of run r that may still exist.

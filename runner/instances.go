@@ -76,6 +76,11 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	}
 	creator, canCreate := in.platform.(platform.Creator)
 	owned := canCreate && pi.RunCreates(in.platform.Kind())
+	if b := in.plan.Budget; owned && b.MaxCost > 0 && !b.AllowUnpriced && in.sel.For(name) != nil && !in.sel.For(name).Priced() {
+		// CheckBudget refuses such a plan before the run starts; this
+		// holds the promise for any way around it.
+		return fmt.Errorf("instance %s: not created: budget.max_cost is %s and its type has no known list price, so the budget could not count it (budget.unpriced: allow creates it all the same)", name, platform.Dollars(b.MaxCost))
+	}
 	if !owned {
 		inst := platform.Instance{Name: name, Ref: pi.Host}
 		if canCreate && pi.Existing != "" {

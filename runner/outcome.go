@@ -175,7 +175,7 @@ func (a *Apply) outcome(sum engine.Summary, runState string, exitCode int, verdi
 	}
 	o.Teardown = left.ErrorOrNil()
 	if len(o.Left) > 0 || len(o.Stopped) > 0 || len(o.Kept) > 0 {
-		o.RemoveCommand = "taoflow destroy " + a.ID + " --yes"
+		o.RemoveCommand = "taoflow destroy " + a.ID + " --yes" + confirmFlags(PlatformData(a.cfg.Plan))
 	}
 	return o
 }

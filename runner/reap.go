@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev"
@@ -37,6 +38,15 @@ type ReapConfig struct {
 	// TransientBackoff is steps.Config.TransientBackoff for the commands
 	// Reap runs on hosts (0: the default).
 	TransientBackoff time.Duration
+	// Names, when not empty, are the tf-* brev instances to reap, and the
+	// only ones (no containers): each must be listed by brev and accounted
+	// for by no state or live run, but need not be in the ledger — the
+	// user says they are theirs. A name that is not so is refused.
+	Names []string
+	// Unrecorded reaps the tf-* brev instances that are not in the ledger
+	// too, allowed only when brev is logged in as a user (whose `brev ls`
+	// shows only the user's own and shared instances).
+	Unrecorded bool
 }
 
 // Values of ReapConfig.Only.
@@ -45,16 +55,39 @@ const (
 	ReapContainers = "containers"
 )
 
-// Orphan is one leftover Reap found.
+// Orphan is one leftover Reap found, or one it leaves (Reaper.NotReaped).
 type Orphan struct {
 	Kind   string `json:"kind"` // "brev instance" or "container"
 	Name   string `json:"name"`
 	Detail string `json:"detail"`
+	// Reason says why a NotReaped one is left: one of the Reason…
+	// constants; Why says it in words, and Command is what removes it,
+	// if it should go ("" when none is for reap's user to run).
+	Reason  string `json:"reason,omitempty"`
+	Why     string `json:"why,omitempty"`
+	Command string `json:"command,omitempty"`
 	// Removed is set by Remove: whether it is gone; Error says why not.
 	Removed *bool  `json:"removed,omitempty"`
 	Error   string `json:"error,omitempty"`
 	host    *dockerHost
+	status  string // a brev instance's status in brev ls
 }
+
+// Why Reap leaves something (Orphan.Reason).
+const (
+	// ReasonUnrecorded: a tf-* brev instance that no state or live run
+	// accounts for, and that the ledger does not say this user's taoflow
+	// created on this machine. Reaper.Unaccounted counts these.
+	ReasonUnrecorded = "unrecorded"
+	// ReasonInState: the state in --state records it (taoflow destroy).
+	ReasonInState = "in-state"
+	// ReasonLiveRun: a run whose apply is alive on this machine owns it.
+	ReasonLiveRun = "live-run"
+	// ReasonOtherHost: a container of a run driven from another machine.
+	ReasonOtherHost = "other-host"
+	// ReasonNotNamed: a leftover of this user's that --name did not name.
+	ReasonNotNamed = "not-named"
+)
 
 // Reaper holds what Reap found.
 type Reaper struct {
@@ -62,20 +95,25 @@ type Reaper struct {
 	// taoflow-labelled containers that no state accounts for and no live
 	// run owns.
 	Found []Orphan
-	// Spared says, a line each, what looked like a leftover but belongs to
-	// a run that is recorded or alive, and why it was left.
-	Spared []string
+	// NotReaped are what looked like leftovers and are left, each with
+	// its Reason, Why and Command: what a state or a live run accounts for
+	// (theirs to remove), containers driven from another machine, and the
+	// tf-* brev instances that the Ledger does not say this user's taoflow
+	// created here (ReasonUnrecorded: a teammate's, or this user's from
+	// another machine), which reap deletes only when named (--name).
+	NotReaped []Orphan
 	// Problems are the places Reap could not look.
 	Problems []error
-	// NotMine are tf-* brev instances that no state or live run accounts
-	// for, but that Ledger does not say this user's taoflow created here:
-	// a teammate's (an API key lists the whole org; instances shared with
-	// the user are listed too), or this user's from another machine. Reap
-	// never deletes them.
-	NotMine []Orphan
+	// NotSearched says, a line each, where Reap did not look because there
+	// is nothing to look with (no brev CLI, no docker) and no sign that
+	// this user needs it.
+	NotSearched []string
 	// Ledger is the file that says which brev instances this user's
 	// taoflow created on this machine (brev.LedgerFile).
 	Ledger string
+	// Login is how brev is logged in: brev.LoginUser, brev.LoginAPIKey, or
+	// "" when it cannot tell (or brev was not asked).
+	Login string
 
 	bv      *brev.Brev
 	hosts   []*dockerHost
@@ -100,48 +138,24 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 
 	// Brev instances named by taoflow.
 	if bin := cfg.BrevBinary; cfg.Only != ReapContainers && (bin != "" || haveProgram("brev")) {
-		if r.bv, err = brev.New(brev.Config{Binary: bin, Run: "reap"}); err != nil {
-			return nil, refused(err)
+		if err := r.reapBrev(ctx, cfg, known, liveHere); err != nil {
+			r.Close()
+			return nil, err
 		}
-		r.closers = append(r.closers, func() { _ = r.bv.Close() })
-		insts, err := r.bv.List(ctx)
-		if err != nil {
-			r.Problems = append(r.Problems, fmt.Errorf("listing brev instances: %w", err))
-		}
-		ledger := r.bv.Ledger()
-		mine, err := brev.Recorded(ledger)
-		if err != nil {
-			r.Problems = append(r.Problems, fmt.Errorf("reading the record of the brev instances taoflow created here (%s): %w", ledger, err))
-		}
-		r.Ledger = ledger
-		for _, in := range insts {
-			if !strings.HasPrefix(in.Ref, brev.Prefix) {
-				continue
-			}
-			if run, ok := known["brev:"+in.Ref]; ok {
-				r.Spared = append(r.Spared, fmt.Sprintf("brev instance %s belongs to run %s in the state; not reaped (taoflow destroy %s)", in.Ref, run, run))
-				continue
-			}
-			if run, ok := liveHere[in.Ref]; ok {
-				r.Spared = append(r.Spared, fmt.Sprintf("brev instance %s belongs to run %s, whose apply is running on this machine; not reaped", in.Ref, run))
-				continue
-			}
-			if !mine[in.Ref] {
-				// An API key lists the whole org, and a user also sees what
-				// is shared with them: a tf- name may be a teammate's run.
-				r.NotMine = append(r.NotMine, Orphan{Kind: "brev instance", Name: in.Ref, Detail: strings.TrimSpace(in.Attrs["status"] + " " + in.Attrs["type"])})
-				continue
-			}
-			r.Found = append(r.Found, Orphan{Kind: "brev instance", Name: in.Ref, Detail: strings.TrimSpace(in.Attrs["status"] + " " + in.Attrs["type"])})
+	} else if cfg.Only != ReapContainers {
+		switch mine, _ := brev.Recorded(brev.LedgerFile(os.Environ())); {
+		case len(cfg.Names) > 0 || cfg.Only == ReapBrev || len(mine) > 0:
+			// Asked for, or this user's taoflow has created brev
+			// instances here: not looking is a failure, not a choice.
+			r.Problems = append(r.Problems, errors.New("no brev CLI on PATH to list brev instances with (give it with --brev-binary)"))
+		default:
+			r.NotSearched = append(r.NotSearched, "brev instances: there is no brev CLI on PATH (give it with --brev-binary)")
 		}
 	}
 
 	// Containers on this machine's Docker engine, and on the instances of
 	// the plans given (ssh hosts, existing brev instances).
-	if cfg.Only == ReapBrev {
-		if r.bv == nil {
-			r.Problems = append(r.Problems, errors.New("no brev CLI on PATH to list brev instances with (give it with --brev-binary)"))
-		}
+	if cfg.Only == ReapBrev || len(cfg.Names) > 0 {
 		return r, nil
 	}
 	hosts, closeHosts, err := dockerHosts(ctx, cfg)
@@ -167,19 +181,134 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 			if live[c.Run] || ownerAlive(c.Owner) {
 				continue // a run going on, here or in another state directory
 			}
+			detail := c.State + ", run " + c.Run + ", on " + h.label
 			if run, ok := known["job:"+c.Name]; ok {
-				r.Spared = append(r.Spared, fmt.Sprintf("container %s on %s belongs to run %s in the state; not reaped (taoflow destroy %s)", c.Name, h.label, run, run))
+				r.NotReaped = append(r.NotReaped, Orphan{Kind: "container", Name: c.Name, Detail: detail, Reason: ReasonInState,
+					Why: "it belongs to run " + run + " in the state", Command: "taoflow destroy " + run})
 				continue
 			}
 			if owner, _, _ := strings.Cut(c.Owner, ":"); owner != "" && owner != me {
-				r.Spared = append(r.Spared, fmt.Sprintf("container %s on %s belongs to a run driven from %s; not reaped from here", c.Name, h.label, owner))
+				r.NotReaped = append(r.NotReaped, Orphan{Kind: "container", Name: c.Name, Detail: detail, Reason: ReasonOtherHost,
+					Why: "it belongs to a run driven from " + owner + "; reap it there"})
 				continue
 			}
-			r.Found = append(r.Found, Orphan{Kind: "container", Name: c.Name, Detail: c.State + ", run " + c.Run + ", on " + h.label, host: h})
+			r.Found = append(r.Found, Orphan{Kind: "container", Name: c.Name, Detail: detail, host: h})
 			h.names = append(h.names, c.Name)
 		}
 	}
 	return r, nil
+}
+
+// reapBrev lists the tf-* brev instances and sorts them into Found and
+// NotReaped (see ReapConfig.Names, Unrecorded). A request that cannot be
+// met as given (--name of an instance that is not a leftover, --unrecorded
+// under an API key) is a *RefusedError; a listing that fails is a Problem.
+func (r *Reaper) reapBrev(ctx context.Context, cfg ReapConfig, known map[string]string, liveHere map[string]string) error {
+	var err error
+	named := map[string]bool{}
+	for _, n := range cfg.Names {
+		if !strings.HasPrefix(n, brev.Prefix) || !brev.ValidName(n) {
+			return refused(fmt.Errorf("--name %q: reap deletes only the instances taoflow names, %s… (delete another with brev delete)", n, brev.Prefix))
+		}
+		named[n] = false
+	}
+	if r.bv, err = brev.New(brev.Config{Binary: cfg.BrevBinary, Run: "reap"}); err != nil {
+		return refused(err)
+	}
+	r.closers = append(r.closers, func() { _ = r.bv.Close() })
+	insts, err := r.bv.List(ctx)
+	if err != nil {
+		r.Problems = append(r.Problems, fmt.Errorf("listing brev instances: %w", err))
+		return nil
+	}
+	r.Login = r.bv.Login()
+	if cfg.Unrecorded && r.Login != brev.LoginUser {
+		how := "brev is logged in with an API key, whose `brev ls` lists every instance of the organisation, teammates' runs included"
+		if r.Login == "" {
+			how = "taoflow cannot tell how brev is logged in (~/.brev/credentials.json), so it cannot tell whether `brev ls` lists only your instances"
+		}
+		return refused(fmt.Errorf("--unrecorded: %s; name the instances that are yours with --name", how))
+	}
+	ledger := r.bv.Ledger()
+	r.Ledger = ledger
+	mine, err := brev.Recorded(ledger)
+	if err != nil {
+		r.Problems = append(r.Problems, fmt.Errorf("reading the record of the brev instances taoflow created here (%s): %w", ledger, err))
+	}
+	again := ""
+	if cfg.BrevBinary != "" {
+		again = " --brev-binary " + shellquote.Quote(cfg.BrevBinary)
+	}
+	for _, in := range insts {
+		if !strings.HasPrefix(in.Ref, brev.Prefix) {
+			continue
+		}
+		status := in.Attrs["status"]
+		o := Orphan{Kind: "brev instance", Name: in.Ref, Detail: strings.TrimSpace(status + " " + in.Attrs["type"]), status: status}
+		_, isNamed := named[in.Ref]
+		if isNamed {
+			named[in.Ref] = true
+		}
+		if run, ok := known["brev:"+in.Ref]; ok {
+			if isNamed {
+				return refused(fmt.Errorf("--name %s: it belongs to run %s in the state; remove it with: taoflow destroy %s", in.Ref, run, run))
+			}
+			o.Reason, o.Why, o.Command = ReasonInState, "it belongs to run "+run+" in the state", "taoflow destroy "+run
+			r.NotReaped = append(r.NotReaped, o)
+			continue
+		}
+		if run, ok := liveHere[in.Ref]; ok {
+			if isNamed {
+				return refused(fmt.Errorf("--name %s: it belongs to run %s, whose apply is running on this machine; stop that with taoflow cancel %s", in.Ref, run, run))
+			}
+			o.Reason, o.Why = ReasonLiveRun, "it belongs to run "+run+", whose apply is running on this machine"
+			r.NotReaped = append(r.NotReaped, o)
+			continue
+		}
+		switch {
+		case isNamed, len(named) == 0 && mine[in.Ref], len(named) == 0 && cfg.Unrecorded:
+			r.Found = append(r.Found, o)
+		case mine[in.Ref]:
+			o.Reason, o.Why, o.Command = ReasonNotNamed, "this user's taoflow created it on this machine, but --name does not name it", "taoflow reap --name "+in.Ref+again+" --yes"
+			r.NotReaped = append(r.NotReaped, o)
+		default:
+			o.Reason, o.Why, o.Command = ReasonUnrecorded, unrecordedWhy(ledger, r.Login), "taoflow reap --name "+in.Ref+again+" --yes"
+			r.NotReaped = append(r.NotReaped, o)
+		}
+	}
+	for _, n := range cfg.Names {
+		if !named[n] {
+			return refused(fmt.Errorf("--name %s: brev ls does not list it (deleted already, a typo, or not visible to this brev login)", n))
+		}
+	}
+	return nil
+}
+
+// unrecordedWhy says why a tf-* brev instance no state accounts for and
+// the ledger does not record is left, and whose it likely is, by how brev
+// is logged in.
+func unrecordedWhy(ledger, login string) string {
+	why := ledger + " does not say this user's taoflow created it on this machine"
+	switch login {
+	case brev.LoginUser:
+		return why + "; brev is logged in as a user, whose `brev ls` lists only your own instances and those shared with you, so it is most likely yours, made from another machine (a CI runner, another HOME) or before this record existed"
+	case brev.LoginAPIKey:
+		return why + "; brev is logged in with an API key, whose `brev ls` lists the whole organisation's instances: a teammate's run, or yours from another machine"
+	}
+	return why + ": a teammate's (listed by an API key, or shared with you), or yours from another machine"
+}
+
+// Unaccounted are the tf-* brev instances that no state, live run or
+// ledger accounts for (ReasonUnrecorded) and that still exist: not
+// DELETING, whatever else they are (a STOPPED one bills for its disk).
+func (r *Reaper) Unaccounted() []Orphan {
+	var out []Orphan
+	for _, o := range r.NotReaped {
+		if o.Reason == ReasonUnrecorded && o.status != "DELETING" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Remove deletes what Reap found, recording in each Orphan whether it is

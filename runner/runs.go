@@ -116,9 +116,14 @@ func ApplyGone(r state.Run) bool {
 }
 
 // NextSteps are the commands that go on from a run whose apply is gone:
-// resume it, or tear down what it left.
-func NextSteps(r state.Run) []string {
-	return []string{"taoflow apply " + shellquote.Quote(r.PlanFile) + " --resume " + r.ID, "taoflow destroy " + r.ID}
+// resume it, or tear down what it left (alive: its resources that may
+// still exist, whose recorded settings say which flags destroy needs).
+func NextSteps(r state.Run, alive []state.Resource) []string {
+	datas := make([]map[string]string, 0, len(alive))
+	for _, res := range alive {
+		datas = append(datas, res.Data)
+	}
+	return []string{"taoflow apply " + shellquote.Quote(r.PlanFile) + " --resume " + r.ID, "taoflow destroy " + r.ID + confirmFlags(datas...)}
 }
 
 // SelectNodes returns the nodes of a run that x names, for `taoflow logs

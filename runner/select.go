@@ -268,8 +268,10 @@ type Estimate struct {
 	// Min is the least the run costs: each instance at its cheapest type
 	// for its boot time, billed before any step runs.
 	Min float64
-	// Unpriced are the created instances with a type of no known price.
-	Unpriced []string
+	// Unpriced are the created instances with a type of no known price;
+	// UnpricedReason says why, when brev search failed.
+	Unpriced       []string
+	UnpricedReason string
 }
 
 // Estimated prices the plan of graph g with the types of sel.
@@ -278,6 +280,7 @@ func Estimated(g *engine.Graph, sel *Selection) Estimate {
 	if sel == nil {
 		return e
 	}
+	e.UnpricedReason = sel.Unpriced
 	p := g.Plan
 	// hours[i]: the longest the waits that may run on instance i take.
 	hours := map[string]float64{}
@@ -358,10 +361,21 @@ func waitLimit(g *engine.Graph, s *plan.Step) time.Duration {
 }
 
 // CheckBudget refuses (a *RefusedError) a plan whose least cost already
-// exceeds its budget's max_cost.
+// exceeds its budget's max_cost, or that creates instances of no known
+// price under max_cost without budget.unpriced: allow (max_cost could not
+// count what they cost).
 func CheckBudget(p *plan.Plan, e Estimate) error {
 	if p.Budget.MaxCost > 0 && e.Min > p.Budget.MaxCost {
 		return refused(fmt.Errorf("%s: error: budget.max_cost is %s, but booting the plan's instances alone costs at least %s (list prices): raise it, or pick cheaper types", p.Budget.Pos, platform.Dollars(p.Budget.MaxCost), platform.Dollars(e.Min)))
+	}
+	if p.Budget.MaxCost > 0 && !p.Budget.AllowUnpriced && len(e.Unpriced) > 0 {
+		why := "Brev's catalogue (brev search) does not list a type of their chain"
+		if e.UnpricedReason != "" {
+			why = "brev search failed: " + e.UnpricedReason
+		}
+		return refused(fmt.Errorf("%s: error: budget.max_cost is %s, but no list price is known for instance %s (%s), so max_cost could not count what %s: nothing was created; name types brev search lists, or add unpriced: allow to budget to create %s all the same, uncounted",
+			p.Budget.Pos, platform.Dollars(p.Budget.MaxCost), strings.Join(e.Unpriced, ", "), why,
+			map[bool]string{true: "it costs", false: "they cost"}[len(e.Unpriced) == 1], map[bool]string{true: "it", false: "them"}[len(e.Unpriced) == 1]))
 	}
 	return nil
 }

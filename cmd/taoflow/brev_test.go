@@ -504,26 +504,36 @@ func TestBrevReapAndDestroy(t *testing.T) {
 
 	// Brev only: this machine's containers are the Docker tests' business
 	// (a leftover of an earlier, killed test run must not fail this one).
+	// The teammate's instance is accounted for by nothing here and still
+	// runs: exit 3, not 0.
 	code, out, errOut := applyCLI(t, "reap", "--only", "brev")
-	if code != exitOK {
-		t.Fatalf("reap exit %d\n%s%s", code, out, errOut)
+	if code != exitTeardown {
+		t.Fatalf("reap exit %d, want 3\n%s%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "brev instance  tf-lost-0101-000000-aaaa-gpu") || !strings.Contains(out, "brev instance  tf-gone-0101-000000-eeee-gpu") ||
-		!strings.Contains(out, "2 found") {
+	found, notReaped, _ := strings.Cut(out, "not reaped (")
+	if !strings.Contains(found, "brev instance  tf-lost-0101-000000-aaaa-gpu") || !strings.Contains(found, "brev instance  tf-gone-0101-000000-eeee-gpu") ||
+		!strings.Contains(found, "2 found") {
 		t.Errorf("reap did not list the lost instances:\n%s", out)
 	}
-	if strings.Contains(out, "my-box") || strings.Contains(out, "tf-dead") || strings.Contains(out, "tf-busy") || strings.Contains(out, "tf-theirs") {
+	if strings.Contains(found, "my-box") || strings.Contains(found, "tf-dead") || strings.Contains(found, "tf-busy") || strings.Contains(found, "tf-theirs") {
 		t.Errorf("reap listed (to delete) an instance it must leave:\n%s", out)
 	}
-	if !strings.Contains(errOut, "brev instance tf-theirs-0101-000000-ffff-gpu (RUNNING g5.xlarge) is not reaped") ||
-		!strings.Contains(errOut, "brev-created does not say this user's taoflow created it") || !strings.Contains(errOut, "brev delete tf-theirs-0101-000000-ffff-gpu") {
-		t.Errorf("reap did not say why it leaves the teammate's instance:\n%s", errOut)
+	if strings.Contains(out, "my-box") {
+		t.Errorf("reap lists an instance taoflow did not name:\n%s", out)
 	}
-	if !strings.Contains(errOut, "tf-busy-0101-000000-dddd-gpu belongs to run busy-0101-000000-dddd, whose apply is running on this machine") {
-		t.Errorf("reap did not say why it left the live run's instance:\n%s", errOut)
+	if !strings.HasPrefix(notReaped, "3):") ||
+		!strings.Contains(notReaped, "brev instance tf-theirs-0101-000000-ffff-gpu (RUNNING g5.xlarge): "+filepath.Join(f.Home, ".local", "state", "taoflow", "brev-created")+" does not say this user's taoflow created it") ||
+		!strings.Contains(notReaped, "remove it with: taoflow reap --name tf-theirs-0101-000000-ffff-gpu --yes") {
+		t.Errorf("reap did not say (on stdout) why it leaves the teammate's instance:\n%s", out)
 	}
-	if !strings.Contains(errOut, "tf-dead-0101-000000-bbbb-gpu belongs to run dead-0101-000000-bbbb in the state") {
-		t.Errorf("reap did not say why it left the recorded instance:\n%s", errOut)
+	if !strings.Contains(notReaped, "tf-busy-0101-000000-dddd-gpu (RUNNING g5.xlarge): it belongs to run busy-0101-000000-dddd, whose apply is running on this machine") {
+		t.Errorf("reap did not say why it left the live run's instance:\n%s", out)
+	}
+	if !strings.Contains(notReaped, "tf-dead-0101-000000-bbbb-gpu (RUNNING g5.xlarge): it belongs to run dead-0101-000000-bbbb in the state\n    remove it with: taoflow destroy dead-0101-000000-bbbb\n") {
+		t.Errorf("reap did not say why it left the recorded instance:\n%s", out)
+	}
+	if !strings.Contains(errOut, "taoflow: 1 tf-* brev instance that no state, live run or record here accounts for still exists") {
+		t.Errorf("reap does not say why it exits 3:\n%s", errOut)
 	}
 	if st := f.Status("tf-lost-0101-000000-aaaa-gpu"); st != "RUNNING" {
 		t.Errorf("reap without --yes changed the instance: %s", st)
@@ -533,7 +543,7 @@ func TestBrevReapAndDestroy(t *testing.T) {
 		t.Errorf("reap does not say how it decides:\n%s", errOut)
 	}
 	code, out, errOut = applyCLI(t, "reap", "--only", "brev", "--yes")
-	if code != exitOK || !strings.Contains(out, "brev instance tf-lost-0101-000000-aaaa-gpu: removed") {
+	if code != exitTeardown || !strings.Contains(out, "brev instance tf-lost-0101-000000-aaaa-gpu: removed") {
 		t.Fatalf("reap --yes exit %d\n%s%s", code, out, errOut)
 	}
 	if !strings.Contains(errOut, "taoflow: deleting brev instance tf-lost-0101-000000-aaaa-gpu (RUNNING g5.xlarge)") {

@@ -52,8 +52,10 @@ Every figure is an estimate from Brev's list prices.
 
 It contacts no instance and starts nothing. Exit status 2 when the plan has
 errors, when no instance type matches an instance's filters (the nearest
-offers are listed, each with the filter that excluded it), or when its least
-cost already exceeds budget.max_cost.`,
+offers are listed, each with the filter that excluded it), when its least
+cost already exceeds budget.max_cost, or when under budget.max_cost it
+creates an instance whose type has no known list price (max_cost could not
+count it; budget: {unpriced: allow} lets it run, uncounted, and plan says so).`,
 		Example: `  taoflow plan examples/plans/quickstart.yaml
   taoflow plan sweep.yaml --var image=nvcr.io/nvidia/tao/tao-toolkit:7.2.0-pyt
   taoflow plan --commands sweep.yaml          # and the exact remote shell

@@ -76,7 +76,10 @@ type previewCost struct {
 	Unpriced       []string `json:"unpriced,omitempty"`
 	UnpricedReason string   `json:"unpriced_reason,omitempty"`
 	MaxCost        float64  `json:"budget_max_cost,omitempty"`
-	MaxDuration    string   `json:"budget_max_duration,omitempty"`
+	// MaxCostLeavesOut: under budget.unpriced: allow, the Unpriced
+	// instances max_cost does not count.
+	MaxCostLeavesOut []string `json:"budget_uncounted,omitempty"`
+	MaxDuration      string   `json:"budget_max_duration,omitempty"`
 }
 
 type previewStep struct {
@@ -188,6 +191,9 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 		}
 		if p.Budget.MaxDuration > 0 {
 			c.MaxDuration = p.Budget.MaxDuration.String()
+		}
+		if p.Budget.MaxCost > 0 && p.Budget.AllowUnpriced {
+			c.MaxCostLeavesOut = e.Unpriced
 		}
 		pv.Cost = c
 	}
@@ -373,5 +379,9 @@ func printCost(w io.Writer, c *previewCost) {
 			limits = append(limits, "max_duration "+c.MaxDuration)
 		}
 		fmt.Fprintf(w, "  budget: %s; apply cancels the run and tears down when it is crossed\n", strings.Join(limits, ", "))
+		if len(c.MaxCostLeavesOut) > 0 {
+			fmt.Fprintf(w, "  max_cost does not count %s: no price is known (budget.unpriced: allow), so the budget does not limit what %s\n",
+				strings.Join(c.MaxCostLeavesOut, ", "), map[bool]string{true: "it costs", false: "they cost"}[len(c.MaxCostLeavesOut) == 1])
+		}
 	}
 }

@@ -2,26 +2,29 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/runner"
 )
 
 type reapFlags struct {
-	yes    bool
-	json   bool
-	binary string
-	plans  []string
-	only   string
+	yes        bool
+	json       bool
+	binary     string
+	plans      []string
+	only       string
+	names      []string
+	unrecorded bool
 }
 
 func newReapCmd(sio stdio, g *globals) *cobra.Command {
 	var f reapFlags
 	cmd := &cobra.Command{
-		Use:   "reap [--yes]",
+		Use:   "reap [--yes] [--name NAME...|--unrecorded]",
 		Short: "Find taoflow-made instances and containers that no state knows about, and delete them",
 		Long: `Reap finds what taoflow runs made and no state accounts for — the state
 directory was deleted, or a run died before it could record something — and
@@ -48,16 +51,37 @@ a user it also lists those shared with you, all without their owner, and a
 teammate's run is named tf-* as yours are. So taoflow records the name of
 every brev instance it creates, before it creates it, in a file of this user
 on this machine ($XDG_STATE_HOME/taoflow/brev-created, else
-~/.local/state/taoflow/brev-created), and reap deletes only the tf-*
-instances named there. The others are listed as not reaped, with why. What
-reap cannot know: whether such an instance is yours from another machine (or
-from before this record existed), or a teammate's. If it is yours, delete it
-with 'brev delete NAME'.
+~/.local/state/taoflow/brev-created), and reap deletes on its own only the
+tf-* instances named there. What reap cannot know: whether another tf-*
+instance is yours from another machine (a CI runner whose HOME is gone) or
+a teammate's. Logged in as a user (not with an API key), brev lists only your
+instances and those shared with you, so such an instance is most likely
+yours, and reap says so.
 
-Reap lists before it deletes: read the list, then run it again with --yes.`,
+--name NAME (repeatable) reaps the tf-* brev instances named, whether
+recorded or not, and nothing else: each must be listed by brev and belong to
+no run in the state or running here (exit 2 otherwise, before anything is
+deleted). --unrecorded reaps every tf-* instance no state, live run or
+record accounts for, and is refused unless brev is logged in as a user.
+Both delete as apply does: brev delete, tried again on failure, then a wait
+until brev lists the instance DELETING or no more.
+
+Reap lists before it deletes: read the list, then run it again with --yes.
+The listing ends with what reap does not reap, each with why and, where it
+should go, the command that removes it; and with the places it could not
+search.
+
+Exit status: 0 when everything was searched and nothing is left that reap
+cannot account for; 1 when some place could not be searched (brev logged
+out, its listing failed, no brev CLI where this user's taoflow made brev
+instances, a host unreachable) — there may be leftovers reap did not see;
+3 when something could not be removed, or when tf-* brev instances that no
+state, live run or record accounts for still exist (they may bill: delete
+yours with --name); 2 for a request refused as given.`,
 		Example: `  taoflow reap
   taoflow reap --plan ssh-box.yaml
-  taoflow reap --only brev --yes`,
+  taoflow reap --only brev --yes
+  taoflow reap --name tf-sweep-0101-120000-ab12-gpu --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return reap(cmd.Context(), sio, g, f)
@@ -68,6 +92,8 @@ Reap lists before it deletes: read the list, then run it again with --yes.`,
 	cmd.Flags().StringVar(&f.binary, "brev-binary", "", "the brev CLI (default: brev on PATH; skipped when there is none)")
 	cmd.Flags().StringArrayVar(&f.plans, "plan", nil, "also look at the containers on the ssh hosts and existing brev instances of `PLAN` (repeatable)")
 	cmd.Flags().StringVar(&f.only, "only", "", "look only at `WHAT`: brev (instances) or containers")
+	cmd.Flags().StringArrayVar(&f.names, "name", nil, "reap only the tf-* brev instance `NAME`, recorded here or not (repeatable)")
+	cmd.Flags().BoolVar(&f.unrecorded, "unrecorded", false, "also reap the tf-* brev instances this machine has no record of (only when brev is logged in as a user)")
 	_ = cmd.RegisterFlagCompletionFunc("only", cobra.FixedCompletions([]string{runner.ReapBrev, runner.ReapContainers}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -78,88 +104,126 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 	default:
 		return usageError(fmt.Errorf("--only %q: use %s or %s", f.only, runner.ReapBrev, runner.ReapContainers))
 	}
-	r, err := runner.Reap(ctx, runner.ReapConfig{StateDir: g.stateDir, Plans: f.plans, BrevBinary: f.binary, Only: f.only, TransientBackoff: g.transientBackoff})
+	switch {
+	case (len(f.names) > 0 || f.unrecorded) && f.only == runner.ReapContainers:
+		return usageError(fmt.Errorf("--name and --unrecorded are for brev instances; they don't go with --only %s", runner.ReapContainers))
+	case len(f.names) > 0 && f.unrecorded:
+		return usageError(fmt.Errorf("give --name or --unrecorded, not both"))
+	}
+	for _, n := range f.names {
+		if !strings.HasPrefix(n, brev.Prefix) || !brev.ValidName(n) {
+			return usageError(fmt.Errorf("--name %q: reap deletes only the instances taoflow names, %s… (delete another with brev delete)", escapeControls(n), brev.Prefix))
+		}
+	}
+	r, err := runner.Reap(ctx, runner.ReapConfig{StateDir: g.stateDir, Plans: f.plans, BrevBinary: f.binary, Only: f.only, TransientBackoff: g.transientBackoff,
+		Names: f.names, Unrecorded: f.unrecorded})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	w := escapeWriter{sio.err}
 	if r.Ledger != "" && !f.json {
-		fmt.Fprintf(sio.err, "taoflow: brev instances are reaped when named tf-*, accounted for by no state or live run, and recorded in %s as created by this user's taoflow on this machine\n", r.Ledger)
+		fmt.Fprintf(w, "taoflow: brev instances are reaped when named tf-*, accounted for by no state or live run, and recorded in %s as created by this user's taoflow on this machine (or named with --name)\n", r.Ledger)
 	}
-	for _, s := range r.Spared {
-		fmt.Fprintf(sio.err, "taoflow: %s\n", s)
-	}
-	for _, o := range r.NotMine {
-		fmt.Fprintf(sio.err, "taoflow: brev instance %s (%s) is not reaped: %s does not say this user's taoflow created it on this machine (a teammate's, listed by an API key or shared with you, or yours from elsewhere); if it is yours: brev delete %s\n", o.Name, o.Detail, r.Ledger, o.Name)
-	}
-	if !f.yes {
-		return reapReport(sio, f, r.Found, r.NotMine, r.Problems)
-	}
-	if !f.json {
-		// What is about to go, before it goes.
-		for _, o := range r.Found {
-			fmt.Fprintf(sio.err, "taoflow: deleting %s %s (%s)\n", o.Kind, o.Name, o.Detail)
+	left := 0
+	if f.yes {
+		if !f.json {
+			// What is about to go, before it goes.
+			for _, o := range r.Found {
+				fmt.Fprintf(w, "taoflow: deleting %s %s (%s)\n", o.Kind, o.Name, o.Detail)
+			}
 		}
+		left = r.Remove(ctx)
 	}
-	left := r.Remove(ctx)
-	if err := reapReport(sio, f, r.Found, r.NotMine, r.Problems); err != nil {
+	if err := reapReport(sio, f, r); err != nil {
 		return err
 	}
-	if left > 0 {
-		fmt.Fprintf(sio.err, "taoflow: %d could not be removed; they may still exist (and bill)\n", left)
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "taoflow: %v\n", p)
+	}
+	unaccounted := r.Unaccounted()
+	switch {
+	case left > 0:
+		fmt.Fprintf(w, "taoflow: %d could not be removed; they may still exist (and bill)\n", left)
+	case len(unaccounted) > 0:
+		fmt.Fprintf(w, "taoflow: %s that no state, live run or record here accounts for still exist%s (and may bill); reap did not delete them: see 'not reaped'\n",
+			count(len(unaccounted), "tf-* brev instance"), map[bool]string{true: "s", false: ""}[len(unaccounted) == 1])
+	}
+	switch {
+	case left > 0 || len(unaccounted) > 0:
 		return silent(exitTeardown)
+	case len(r.Problems) > 0:
+		return silent(exitFailed)
 	}
 	return nil
 }
 
-// reapReport prints what reap found (and, with --yes, did), as lines or
-// as one JSON object.
-func reapReport(sio stdio, f reapFlags, found, notMine []runner.Orphan, problems []error) error {
-	if f.json {
-		var probs []string
-		for _, p := range problems {
-			probs = append(probs, p.Error())
-		}
-		enc := json.NewEncoder(sio.out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
-			Found    []runner.Orphan `json:"found"`
-			NotMine  []runner.Orphan `json:"not_reaped,omitempty"`
-			Problems []string        `json:"problems,omitempty"`
-		}{append([]runner.Orphan{}, found...), notMine, probs}); err != nil {
-			return err
-		}
-		if len(problems) > 0 {
-			return silent(exitFailed)
-		}
-		return nil
-	}
-	if len(found) == 0 {
-		fmt.Fprintln(sio.out, "nothing to reap")
-		return joinProblems(sio, problems)
-	}
-	for _, o := range found {
-		switch {
-		case o.Removed == nil:
-			fmt.Fprintf(sio.out, "%-14s %-50s %s\n", o.Kind, o.Name, o.Detail)
-		case *o.Removed:
-			fmt.Fprintf(sio.out, "%s %s: removed\n", o.Kind, o.Name)
-		default:
-			fmt.Fprintf(sio.out, "%s %s: NOT removed: %s\n", o.Kind, o.Name, o.Error)
-		}
-	}
-	if !f.yes {
-		fmt.Fprintf(sio.out, "%d found; run 'taoflow reap --yes' to delete them\n", len(found))
-	}
-	return joinProblems(sio, problems)
+// reapJSON is what reap --json prints (docs/json.md).
+type reapJSON struct {
+	Found       []runner.Orphan `json:"found"`
+	NotReaped   []runner.Orphan `json:"not_reaped"`
+	Unaccounted int             `json:"unaccounted"`
+	Problems    []string        `json:"problems"`
+	NotSearched []string        `json:"not_searched,omitempty"`
+	Ledger      string          `json:"ledger,omitempty"`
+	Login       string          `json:"brev_login,omitempty"`
 }
 
-func joinProblems(sio stdio, problems []error) error {
-	if len(problems) == 0 {
-		return nil
+// reapReport prints what reap found (and, with --yes, did), what it left
+// and why, and where it could not look, as lines or as one JSON object.
+func reapReport(sio stdio, f reapFlags, r *runner.Reaper) error {
+	if f.json {
+		j := reapJSON{Found: append([]runner.Orphan{}, r.Found...), NotReaped: append([]runner.Orphan{}, r.NotReaped...),
+			Unaccounted: len(r.Unaccounted()), Problems: []string{}, NotSearched: r.NotSearched, Ledger: r.Ledger, Login: r.Login}
+		for _, p := range r.Problems {
+			j.Problems = append(j.Problems, p.Error())
+		}
+		return writeJSON(sio.out, j)
 	}
-	for _, p := range problems {
-		fmt.Fprintf(sio.err, "taoflow: %v\n", p)
+	w := escapeWriter{sio.out}
+	switch {
+	case len(r.Found) > 0:
+	case len(r.Problems) > 0:
+		fmt.Fprintln(w, "nothing found to reap where reap could look; it could not look everywhere (below)")
+	case len(r.Unaccounted()) > 0:
+		fmt.Fprintln(w, "nothing reap deletes on its own; but see what it did not reap (below)")
+	default:
+		fmt.Fprintln(w, "nothing to reap")
 	}
-	return silent(exitFailed)
+	for _, o := range r.Found {
+		switch {
+		case o.Removed == nil:
+			fmt.Fprintf(w, "%-14s %-50s %s\n", o.Kind, o.Name, o.Detail)
+		case *o.Removed:
+			fmt.Fprintf(w, "%s %s: removed\n", o.Kind, o.Name)
+		default:
+			fmt.Fprintf(w, "%s %s: NOT removed: %s\n", o.Kind, o.Name, o.Error)
+		}
+	}
+	if !f.yes && len(r.Found) > 0 {
+		again := "taoflow reap --yes"
+		if len(f.names) > 0 || f.unrecorded {
+			again = "it again with --yes"
+		}
+		fmt.Fprintf(w, "%d found; run %s to delete them\n", len(r.Found), again)
+	}
+	if len(r.NotReaped) > 0 {
+		fmt.Fprintf(w, "not reaped (%d):\n", len(r.NotReaped))
+		for _, o := range r.NotReaped {
+			fmt.Fprintf(w, "  %s %s (%s): %s\n", o.Kind, o.Name, o.Detail, o.Why)
+			if o.Command != "" {
+				fmt.Fprintf(w, "    remove it with: %s\n", o.Command)
+			}
+		}
+	}
+	if len(r.Problems) > 0 {
+		fmt.Fprintln(w, "could not search (there may be leftovers reap did not see):")
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "  %v\n", p)
+		}
+	}
+	for _, n := range r.NotSearched {
+		fmt.Fprintf(w, "not searched: %s\n", n)
+	}
+	return nil
 }

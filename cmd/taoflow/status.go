@@ -121,10 +121,12 @@ type cellStatusJSON struct {
 	Values map[string]string `json:"values,omitempty"`
 }
 
-func newRunJSON(r state.Run) runJSON {
+// newRunJSON is run r for status --json; alive are its resources that may
+// still exist.
+func newRunJSON(r state.Run, alive []state.Resource) runJSON {
 	j := runJSON{Run: r, Alive: runner.ApplyAlive(r), ApplyGone: runner.ApplyGone(r)}
 	if j.ApplyGone {
-		j.Next = runner.NextSteps(r)
+		j.Next = runner.NextSteps(r, alive)
 	}
 	return j
 }
@@ -212,7 +214,11 @@ func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool,
 	if asJSON {
 		out := []runJSON{}
 		for _, r := range runs {
-			j := newRunJSON(r)
+			alive, err := store.Alive(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			j := newRunJSON(r, alive)
 			j.RunRecord = records[r.ID]
 			out = append(out, j)
 		}
@@ -278,7 +284,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 		return err
 	}
 	if asJSON {
-		j := newRunJSON(r)
+		j := newRunJSON(r, alive)
 		j.RunRecord = rec
 		j.Nodes, j.Resources, j.Results = newNodesJSON(r.ID, nodes), alive, &results
 		if len(cost.Instances) > 0 {
@@ -297,7 +303,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	if gone {
 		// Not "state: running" with frozen progress: the apply died.
 		fmt.Fprintf(w, "state: not running: its apply (pid %d) died without ending the run; started %s\n", r.PID, r.StartedAt.Local().Format("2006-01-02 15:04:05"))
-		next := runner.NextSteps(r)
+		next := runner.NextSteps(r, alive)
 		fmt.Fprintf(w, "continue it:        %s\nor tear it down:    %s\n", next[0], next[1])
 	} else {
 		fmt.Fprintf(w, "state: %s, started %s, %s", r.State, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r))
@@ -353,7 +359,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 			fmt.Fprintf(w, "  %s %s on %s (%s)\n", res.Kind, res.Name, res.Instance, res.State)
 		}
 		if !runner.ApplyAlive(r) && !gone {
-			fmt.Fprintf(w, "remove them with: taoflow destroy %s --yes\n", r.ID)
+			fmt.Fprintf(w, "remove them with: %s\n", runner.DestroyCommand(r.ID, alive))
 		}
 	}
 	return nil

@@ -66,7 +66,7 @@ func (v *humanView) Close() {
 func (v *humanView) Outcome(o runner.Outcome) {
 	w := escapeWriter{v.errOut}
 	for _, k := range o.Kept {
-		fmt.Fprintf(w, "taoflow: instance %s kept (keep: true); it bills until: taoflow destroy %s --yes\n", k, o.RunID)
+		fmt.Fprintf(w, "taoflow: instance %s kept (keep: true); it bills until: %s\n", k, o.RemoveCommand)
 	}
 	for _, f := range o.Failures {
 		if f.Job != "" {
@@ -391,7 +391,7 @@ func (v *liveView) draw() {
 			}
 			parts = append(parts, part)
 		}
-		out = append(out, clipText(escapeControls(fmt.Sprintf("cost ~%s at list prices — %s", platform.Dollars(c.Total), strings.Join(parts, " · "))), cols-1))
+		out = append(out, clipText(escapeControls(fmt.Sprintf("cost ~%s%s at list prices — %s", platform.Dollars(c.Total), c.UnpricedNote(), strings.Join(parts, " · "))), cols-1))
 	}
 	out = append(out, v.notes...)
 	var b strings.Builder
@@ -466,7 +466,7 @@ func costLines(c *runner.RunCost) []string {
 		lines = append(lines, fmt.Sprintf("instance %s (%s): up %s at %s = %s; GPU idle %s%s", i.Instance, orDash(i.Type),
 			seconds(i.UptimeSeconds), price, cost, seconds(i.IdleSeconds), still))
 	}
-	return append(lines, fmt.Sprintf("cost ~%s at Brev list prices (an estimate); GPU idle %s in all", platform.Dollars(c.Total), seconds(c.IdleSeconds)))
+	return append(lines, fmt.Sprintf("cost ~%s%s at Brev list prices (an estimate); GPU idle %s in all", platform.Dollars(c.Total), c.UnpricedNote(), seconds(c.IdleSeconds)))
 }
 
 // seconds formats a number of seconds as a duration to the second.

@@ -64,6 +64,12 @@ type Options struct {
 	// OnboardingPrompt makes --version print the version and then fail in
 	// an onboarding prompt, as brev v0.6.317 does.
 	OnboardingPrompt bool
+	// APIKey logs the fake in with an API key (`brev login --api-key …
+	// --org-id …`): ~/.brev/credentials.json names the key's org, as the
+	// real one writes it. Without it, the file holds a user's tokens.
+	// (Either way, ls lists other users' instances too, as an API key's
+	// does or as instances shared with the user are.)
+	APIKey bool
 	// OutOfCapacity lists instance types that create skips as "currently
 	// unavailable (no capacity)" (the catalogue already marks
 	// gpu_1x_h100_pcie so), as when a cloud runs out of a GPU.
@@ -151,6 +157,16 @@ func Start(t testing.TB, opts Options) *Fake {
 		s.Options = o
 		return nil
 	})
+	creds := `{"access_token":"fake-access-token","refresh_token":"fake-refresh-token"}`
+	if opts.APIKey {
+		creds = `{"access_token":"","refresh_token":"","api_key":"bak-fake0000000000000000","api_key_org_id":"` + fakestate.OrgID + `"}`
+	}
+	if err := os.MkdirAll(filepath.Join(f.Home, ".brev"), 0o700); err != nil {
+		t.Fatalf("brevtest: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(f.Home, ".brev", "credentials.json"), []byte(creds+"\n"), 0o600); err != nil {
+		t.Fatalf("brevtest: %v", err)
+	}
 	return f
 }
 
@@ -534,6 +550,8 @@ func (f *Fake) AddOthers(name, owner string) Instance {
 //     inside, exit 1 out) without running the command.
 //   - "delete-error": delete fails with an API error, instance unchanged.
 //   - "ls-error": ls fails with a network error (Name is ignored).
+//   - "search-error": search fails to fetch the public catalogue (a
+//     network error; Name is ignored): types go unpriced.
 type Fault struct {
 	// Kind is one of the kinds above.
 	Kind string

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/taoflow/taoflow/platform/brev/brevtest/internal/fakestate"
 )
 
 // offer is one instance type of the fake catalogue, with the keys of
@@ -178,6 +181,17 @@ func (a *app) searchCmd() *cobra.Command {
 		Short: "Search GPU instance types",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var failed bool
+			if err := fakestate.Update(a.dir, func(s *fakestate.State) error {
+				failed = s.TakeFault(fakestate.FaultSearchError, "")
+				return nil
+			}); err != nil {
+				return err
+			}
+			if failed {
+				// The catalogue is a public GET, no login: a network error.
+				return errors.New(`Get "https://api.brev.dev/v1/instance/types": dial tcp: lookup api.brev.dev: i/o timeout`)
+			}
 			if len(args) == 1 && args[0] == "cpu" {
 				if asJSON {
 					fmt.Fprintln(a.stdout, "[]")

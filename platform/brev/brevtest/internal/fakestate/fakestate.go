@@ -56,10 +56,11 @@ const (
 	FaultExecTransient  = "exec-transient"
 	FaultDeleteError    = "delete-error"
 	FaultLsError        = "ls-error"
+	FaultSearchError    = "search-error"
 )
 
 // Kinds lists every fault kind the fake knows.
-var Kinds = []string{FaultCreateEOF, FaultCreateFailure, FaultStuckDeploying, FaultExecTransient, FaultDeleteError, FaultLsError}
+var Kinds = []string{FaultCreateEOF, FaultCreateFailure, FaultStuckDeploying, FaultExecTransient, FaultDeleteError, FaultLsError, FaultSearchError}
 
 // Fates an instance is created with, set by create faults.
 const (
