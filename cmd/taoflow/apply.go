@@ -165,7 +165,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		if err := prior.CheckVars(given); err != nil {
 			return err
 		}
-		f.vars = varFlags{vars: prior.VarFlags(), strict: f.vars.strict}
+		f.vars = varFlags{vars: prior.VarFlags(), strict: f.vars.strict, cmd: f.vars.cmd}
 	}
 	p, _, err := loadPlan(sio, path, f.vars)
 	if err != nil {
