@@ -65,8 +65,11 @@ equal them, so the command line that started the run works with --resume
 appended; a differing value is refused). Nodes that succeeded are kept, jobs
 that still run (or ended) are adopted rather than launched again, instances
 the run created and that still exist are used again, and the rest runs.
-Without RUN, the latest run of PLAN that did not succeed. Give RUN as
---resume=RUN or --resume RUN.
+Without RUN, the latest run of PLAN that did not succeed, when you started
+it on this host: a run that the state says someone else or another host
+started (or that says nobody) must be named, since a state from elsewhere
+would have apply run with its recorded vars. The recorded vars are printed
+before anything runs. Give RUN as --resume=RUN or --resume RUN.
 
 A plan whose platform.binary names a program other than brev (a tools/brev
 shipped with it) has apply ask before running it, on a terminal, naming the
@@ -171,6 +174,17 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		if err := prior.CheckVars(given); err != nil {
 			return err
 		}
+		// The recorded vars steer the run (an upload's bucket, say): shown
+		// before anything runs, with who started it.
+		who := ""
+		if prior.StartedBy != "" {
+			who = ", started by " + prior.StartedBy
+		}
+		vars := "none"
+		if flags := prior.VarFlags(); len(flags) > 0 {
+			vars = strings.Join(flags, " ")
+		}
+		fmt.Fprintf(escapeWriter{sio.err}, "taoflow: run %s%s: its recorded vars: %s\n", prior.Run.ID, who, vars)
 		f.vars = varFlags{vars: prior.VarFlags(), strict: f.vars.strict, cmd: f.vars.cmd}
 	}
 	p, _, err := loadPlan(sio, path, f.vars)
