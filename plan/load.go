@@ -19,6 +19,9 @@ type Options struct {
 	Sources map[string]VarSource
 	// Strict makes every warning an error (--strict).
 	Strict bool
+	// StateDir is taoflow's state directory (--state), which no fetch may
+	// replace (CheckFetchTo); empty is not checked.
+	StateDir string
 }
 
 // VarSource is where an overriding var value was set.
@@ -66,6 +69,7 @@ func Parse(file string, data []byte, opts Options) (*Plan, Diagnostics) {
 		check(p, d)
 		overrideVars(p, opts, d)
 		checkValues(p, d)
+		fetchTargets(p, opts, d)
 	}
 	<-validated
 	d.list = append(sd.list, d.list...)

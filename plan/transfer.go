@@ -9,8 +9,8 @@ import (
 // transfer checks a send or fetch step: both stream files over the
 // transport's stdin or stdout, which brev's transport: exec does not have;
 // send's from must exist on this machine (relative to the plan's
-// directory); fetch's to outside the plan's directory is allowed but
-// warned about.
+// directory). fetch's to is checked once the --var values are in
+// (fetchTargets).
 func (c *checker) transfer(s *Step) {
 	if c.p.Platform.Kind == PlatformBrev && c.p.Platform.Transport == "exec" {
 		how := "stdin"
@@ -19,32 +19,23 @@ func (c *checker) transfer(s *Step) {
 		}
 		c.d.errorf(s.UsesPos, "%s step %q streams files over the transport's %s, which transport: exec (brev exec) cannot carry: use transport: ssh (the default) on the platform", s.Uses, s.ID, how)
 	}
-	switch s.Uses {
-	case KindSend:
-		v := s.With.Get("from")
-		if !v.IsString() || v.Text == "" {
-			return
+	if s.Uses != KindSend {
+		return
+	}
+	v := s.With.Get("from")
+	if !v.IsString() || v.Text == "" {
+		return
+	}
+	p, ok := c.localPath(v.Text)
+	if !ok {
+		return // depends on a matrix or run value: checked at run time
+	}
+	if _, err := os.Lstat(p); err != nil {
+		why := "no such file or directory"
+		if !os.IsNotExist(err) {
+			why = strings.TrimPrefix(err.Error(), "lstat "+p+": ")
 		}
-		p, ok := c.localPath(v.Text)
-		if !ok {
-			return // depends on a matrix or run value: checked at run time
-		}
-		if _, err := os.Lstat(p); err != nil {
-			why := "no such file or directory"
-			if !os.IsNotExist(err) {
-				why = strings.TrimPrefix(err.Error(), "lstat "+p+": ")
-			}
-			c.d.errorf(v.Pos, "with.from: %s: %s (%s; send reads paths relative to the plan's directory): create it or fix the path", clip(v.Text), why, clip(p))
-		}
-	case KindFetch:
-		v := s.With.Get("to")
-		if !v.IsString() || v.Text == "" {
-			return
-		}
-		p, _ := c.localPath(v.Text)
-		if rel, err := filepath.Rel(c.p.Dir(), p); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			c.d.warnf(v.Pos, "with.to: %s is outside the plan's directory %s: fetch writes there all the same", clip(v.Text), c.p.Dir())
-		}
+		c.d.errorf(v.Pos, "with.from: %s: %s (%s; send reads paths relative to the plan's directory): create it or fix the path", clip(v.Text), why, clip(p))
 	}
 }
 

@@ -43,8 +43,20 @@ func TestTransferChecks(t *testing.T) {
 			want: []string{`error: unknown plan field "file" (plan.dir exists)`},
 		},
 		"fetch outside the plan directory": {
+			plan: local + "steps:\n  - id: f\n    uses: fetch\n    with: {from: ~/results, to: /srv/elsewhere}\n",
+			want: []string{"plan.yaml:7:33: warning: with.to: /srv/elsewhere is outside the plan's directory"},
+		},
+		"fetch climbing out": {
 			plan: local + "steps:\n  - id: f\n    uses: fetch\n    with: {from: ~/results, to: ../elsewhere}\n",
-			want: []string{"plan.yaml:7:33: warning: with.to: ../elsewhere is outside the plan's directory"},
+			want: []string{`plan.yaml:7:33: error: with.to "../elsewhere" holds a ".." segment: fetch replaces its destination`},
+		},
+		"fetch to the plan's directory by a var": {
+			plan: local + "vars: {d: .}\nsteps:\n  - id: f\n    uses: fetch\n    with: {from: ~/results, to: \"${{ vars.d }}\"}\n",
+			want: []string{`plan.yaml:8:33: error: with.to "." (`, `) is the plan's directory `, `(vars.d is set by vars: line 4)`},
+		},
+		"fetch to a matrix value above the plan": {
+			plan: local + "steps:\n  - id: f\n    uses: fetch\n    matrix: {d: [ok, /]}\n    with: {from: ~/results, to: \"${{ matrix.d }}\"}\n",
+			want: []string{`plan.yaml:8:33: error: with.to "/" (/) is above the plan's directory`},
 		},
 		"fetch inside": {
 			plan: local + "steps:\n  - {id: f, uses: fetch, with: {from: ~/results, to: \"results/${{ run.id }}\"}}\n",

@@ -168,7 +168,7 @@ func (a *Apply) start(ctx context.Context) (err error) {
 		return err
 	}
 	cwd, _ := os.Getwd()
-	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record,
+	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, StateDir: cfg.StateDir, Record: record,
 		TransientBackoff: cfg.TransientBackoff, StopTimeout: cfg.StopTimeout})
 	// The watchers go before the connections they stream over.
 	a.closers = append(a.closers, a.steps.Close)

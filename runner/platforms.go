@@ -88,7 +88,12 @@ func resolveBinary(bin, base string) string {
 // NewPlatform builds the platform of a plan for run; progress, when not
 // nil, hears what it says while it prepares instances.
 func NewPlatform(p *plan.Plan, run, stateDir string, progress func(instance, msg string)) (platform.Platform, error) {
-	return BuildPlatform(p.Platform.Kind, PlatformData(p), run, stateDir, PlatformOptions{
+	return platformFrom(p, PlatformData(p), run, stateDir, progress)
+}
+
+// platformFrom is NewPlatform with the platform's settings given as data.
+func platformFrom(p *plan.Plan, data map[string]string, run, stateDir string, progress func(instance, msg string)) (platform.Platform, error) {
+	return BuildPlatform(p.Platform.Kind, data, run, stateDir, PlatformOptions{
 		Progress: progress,
 		// A platform CLI (brev) runs with taoflow's environment, less the
 		// plan's secrets: their values are for the instances, on stdin.

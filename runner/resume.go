@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,13 +11,17 @@ import (
 	"strconv"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/internal/provenance"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
 
 // Resumed is what the state says about a run being resumed.
 type Resumed struct {
-	Run       state.Run
+	Run state.Run
+	// StartedBy is who started the run, "USER on HOST", from its
+	// provenance; empty when the state does not say.
+	StartedBy string
 	nodes     []state.Node
 	instances map[string]state.Resource // instance resources created or being created, by instance name
 }
@@ -42,6 +47,15 @@ func LoadResumed(ctx context.Context, dir, id, planPath string) (*Resumed, error
 	if err != nil {
 		return nil, err
 	}
+	startedBy, elsewhere := startedBy(ctx, store, r.ID)
+	if elsewhere && id == "latest" {
+		who := "the state does not say who started it"
+		if startedBy != "" {
+			u, h := provenance.Who()
+			who = fmt.Sprintf("it was started by %s, not by you (%s on %s)", startedBy, u, h)
+		}
+		return nil, refused(fmt.Errorf("not resuming run %s without its id: %s. A state from elsewhere (a committed .taoflow/) would have apply run with its recorded vars; check them (taoflow status %s), then name the run: --resume %s", r.ID, who, r.ID, r.ID))
+	}
 	if ApplyAlive(r) {
 		return nil, refused(fmt.Errorf("run %s is still running (apply pid %d); it can't be resumed twice (taoflow cancel %s stops it)", r.ID, r.PID, r.ID))
 	}
@@ -53,13 +67,29 @@ func LoadResumed(ctx context.Context, dir, id, planPath string) (*Resumed, error
 	if err != nil {
 		return nil, err
 	}
-	res := &Resumed{Run: r, nodes: nodes, instances: map[string]state.Resource{}}
+	res := &Resumed{Run: r, StartedBy: startedBy, nodes: nodes, instances: map[string]state.Resource{}}
 	for _, a := range alive {
 		if a.Kind == state.KindInstance && (a.State == state.ResourceCreated || a.State == state.ResourceIntent) {
 			res.instances[a.Instance] = a
 		}
 	}
 	return res, nil
+}
+
+// startedBy is who started run, "USER on HOST" from its provenance, and
+// whether that is someone else or somewhere else than this process (or
+// the state does not say).
+func startedBy(ctx context.Context, store *state.Store, run string) (string, bool) {
+	rec, err := store.RunRecord(ctx, run)
+	if err != nil || len(rec.Provenance) == 0 {
+		return "", true
+	}
+	var info provenance.Info
+	if json.Unmarshal(rec.Provenance, &info) != nil || info.User == "" || info.Host == "" {
+		return "", true
+	}
+	u, h := provenance.Who()
+	return info.User + " on " + info.Host, info.User != u || info.Host != h
 }
 
 // latestUnfinished returns the newest run of planPath that did not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -82,6 +83,35 @@ type Selection struct {
 	// price: brev search failed (its CLI is missing, say). Only a plan
 	// without filters gets this far without a search.
 	Unpriced string
+	// NotRun, when not empty, names the program the plan chose as its
+	// brev CLI (platform.binary) that Select did not run, searching with
+	// brev from PATH in its place (SelectOptions).
+	NotRun string
+}
+
+// SelectOptions say which brev CLI Select may run. A program the plan
+// names (platform.binary) is run only when PlanBinary says the user
+// agreed: a plan from elsewhere (a repository shipping tools/brev) must
+// not run code on the reviewer's machine by being previewed.
+type SelectOptions struct {
+	// BrevBinary is a brev CLI the user named (--brev-binary): it is run
+	// whatever the plan names.
+	BrevBinary string
+	// PlanBinary lets Select run the plan's platform.binary (apply, once
+	// the user agreed to it). Without it, and without BrevBinary, the
+	// search runs brev from PATH.
+	PlanBinary bool
+}
+
+// PlanBinary is the program a brev plan names as its CLI
+// (platform.binary), resolved as it would run (a path relative to the
+// plan's directory made absolute, a bare name as written); "" when the
+// plan names none or plain brev from PATH, or is not on brev.
+func PlanBinary(p *plan.Plan) string {
+	if p.Platform.Kind != plan.PlatformBrev || p.Platform.Binary == "" || p.Platform.Binary == "brev" {
+		return ""
+	}
+	return resolveBinary(p.Platform.Binary, filepath.Dir(p.File))
 }
 
 // For returns the candidates of instance name, nil when it has none.
@@ -116,13 +146,21 @@ func filterOf(in *plan.Instance) platform.Filter {
 // reason in Unpriced). A filter that nothing passes, or a search that
 // fails for a plan with filters, is a *RefusedError (exit 2): nothing has
 // been created. Nothing is created here.
-func Select(ctx context.Context, p *plan.Plan) (*Selection, error) {
+func Select(ctx context.Context, p *plan.Plan, opts SelectOptions) (*Selection, error) {
 	sel := &Selection{}
 	billed := p.Billed()
 	if len(billed) == 0 {
 		return sel, nil
 	}
-	pf, err := NewPlatform(p, "select", "", nil)
+	data := PlatformData(p)
+	switch prog := PlanBinary(p); {
+	case opts.BrevBinary != "":
+		data[dataBinary] = opts.BrevBinary
+	case prog != "" && !opts.PlanBinary:
+		data[dataBinary] = "" // brev from PATH
+		sel.NotRun = prog
+	}
+	pf, err := platformFrom(p, data, "select", "", nil)
 	if err != nil {
 		return nil, refused(fmt.Errorf("%s: %w", p.File, err))
 	}
@@ -161,7 +199,7 @@ func Select(ctx context.Context, p *plan.Plan) (*Selection, error) {
 		}
 		offers, err := search(f)
 		if err != nil {
-			return nil, refused(fmt.Errorf("%s: error: instance %s: cannot pick its instance types: %w", in.Pos, in.Name, err))
+			return nil, refused(fmt.Errorf("%s: error: instance %s: cannot pick its instance types: %w%s", in.Pos, in.Name, err, sel.notRunNote()))
 		}
 		if len(offers) == 0 {
 			return nil, refused(noMatch(in, f, search))
@@ -172,6 +210,15 @@ func Select(ctx context.Context, p *plan.Plan) (*Selection, error) {
 		}
 	}
 	return sel, nil
+}
+
+// notRunNote says, after a failed search, that the plan's own brev CLI
+// was not run and how to have it run.
+func (s *Selection) notRunNote() string {
+	if s.NotRun == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (searched with brev from PATH: the plan's platform.binary %s is a program the plan chose, and a preview never runs one; name it yourself to use it: --brev-binary %s)", s.NotRun, s.NotRun)
 }
 
 // noMatch explains a create: that no type passes: the three cheapest types

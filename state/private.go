@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -63,19 +64,33 @@ func checkPrivate(dir string) error {
 // checkOwner refuses path (described by fi) unless uid owns it and group
 // and others cannot write it.
 func checkOwner(path string, fi fs.FileInfo, uid int) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil // no owners to check on this system
-	}
-	if int(st.Uid) != uid {
-		return &UnsafeError{Path: path,
-			Why: fmt.Sprintf("owned by uid %d, not by you (uid %d)", st.Uid, uid),
+	switch why := NotPrivate(fi, uid); {
+	case why == "":
+		return nil
+	case strings.HasPrefix(why, "owned"):
+		return &UnsafeError{Path: path, Why: why,
 			Fix: "Use a state directory of your own (--state DIR or TAOFLOW_STATE); never share one between users."}
-	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return &UnsafeError{Path: path,
-			Why: fmt.Sprintf("writable by group or others (mode %04o)", perm),
+	default:
+		return &UnsafeError{Path: path, Why: why,
 			Fix: fmt.Sprintf("If everything in it is yours, make it private (chmod go-w %s); else use a state directory of your own (--state DIR or TAOFLOW_STATE).", path)}
 	}
-	return nil
+}
+
+// NotPrivate says why the file or directory fi describes is not uid's
+// alone to write — "owned by uid 65534, not by you (uid 1000)", "writable
+// by group or others (mode 0777)" — or "" when it is: the rule for the
+// state, and for every directory taoflow writes into on the user's behalf
+// (results --download DIR).
+func NotPrivate(fi fs.FileInfo, uid int) string {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "" // no owners to check on this system
+	}
+	if int(st.Uid) != uid {
+		return fmt.Sprintf("owned by uid %d, not by you (uid %d)", st.Uid, uid)
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Sprintf("writable by group or others (mode %04o)", perm)
+	}
+	return ""
 }

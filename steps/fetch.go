@@ -11,12 +11,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -30,9 +34,11 @@ func (s *Steps) fetchParams(req Request) (from, to string, err error) {
 	if err := confinedPaths(req, "from", "to"); err != nil {
 		return "", "", err
 	}
+	text := to
 	to = s.localPath(to)
-	if to == "/" || to == filepath.Clean(s.localPath(".")) {
-		return "", "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q would replace the plan's directory or / itself: fetch replaces its destination, so name a directory under it (results/...)", withString(req.With, "to"))}
+	dirs := plan.LocalDirs{Plan: filepath.Clean(s.localPath(".")), State: s.cfg.StateDir}.HomeDirs()
+	if err := plan.CheckFetchTo(text, to, dirs); err != nil {
+		return "", "", &Error{Class: ClassInvalidConfig, Msg: err.Error()}
 	}
 	return from, to, nil
 }
@@ -46,6 +52,9 @@ func (s *Steps) fetchParams(req Request) (from, to string, err error) {
 func (s *Steps) fetch(ctx context.Context, req Request) error {
 	from, to, err := s.fetchParams(req)
 	if err != nil {
+		return err
+	}
+	if err := mayReplace(req, to); err != nil {
 		return err
 	}
 	inst := req.Instance
@@ -63,7 +72,7 @@ func (s *Steps) fetch(ctx context.Context, req Request) error {
 	remote = remote.without(manifestName)
 	files, bytes, links := remote.counts()
 
-	if _, local, err := walkLocal(to, nil); err == nil && local.without(manifestName).same(remote) {
+	if _, local, err := walkLocal(to, nil); err == nil && withLinksLeftOut(local, to).without(manifestName).same(remote) {
 		fmt.Fprintf(req.Log, "%s already holds %s of %s (%d files, %d bytes): nothing to fetch\n", to, from, inst.Name, files, bytes)
 		return nil
 	}
@@ -83,7 +92,7 @@ func (s *Steps) fetch(ctx context.Context, req Request) error {
 		return s.fail(ClassFetchFailed, err, "cannot write in %s on this machine: %v", parent, pathErr(err))
 	}
 
-	got, sums, res, xerr, err := s.streamInto(ctx, st, inst, from, dir)
+	x, res, xerr, err := s.streamInto(ctx, st, inst, from, dir)
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
@@ -96,9 +105,9 @@ func (s *Steps) fetch(ctx context.Context, req Request) error {
 	case res.ExitCode != 0:
 		return s.fail(ClassFetchFailed, nil, "archiving %s on %s failed (exit code %d): %s", from, inst.Name, res.ExitCode, s.lastLine(res.Stderr))
 	}
-	got = got.without(manifestName)
+	got := x.t.without(manifestName)
 	gf, gb, gl := got.counts()
-	if diff := firstDifference(remote.sizes(), got.sizes()); diff != "" || gl != links {
+	if diff := firstDifference(remote.sizes(), got.sizes()); diff != "" || gl+int64(len(x.leftOut)) != links {
 		if diff == "" {
 			diff = fmt.Sprintf("%d symlinks, want %d", gl, links)
 		}
@@ -106,8 +115,13 @@ func (s *Steps) fetch(ctx context.Context, req Request) error {
 	}
 
 	m := s.manifest(req, from, to, gf, gb)
-	delete(sums, manifestName)
-	m.SHA256 = sums
+	delete(x.sums, manifestName)
+	m.SHA256 = x.sums
+	if len(x.leftOut) > 0 {
+		m.LinksLeftOut = x.leftOut
+		names := slices.Sorted(maps.Keys(x.leftOut))
+		fmt.Fprintf(req.Log, "left out %d symlinks pointing outside %s (fetch makes no link that leaves the fetched tree; they are listed in %s): %s\n", len(names), from, manifestName, strings.Join(names, ", "))
+	}
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return s.fail(ClassFetchFailed, err, "manifest: %v", err)
@@ -115,11 +129,49 @@ func (s *Steps) fetch(ctx context.Context, req Request) error {
 	if err := os.WriteFile(filepath.Join(dir, manifestName), append(s.redact.RedactBytes(body), '\n'), 0o644); err != nil {
 		return s.fail(ClassFetchFailed, err, "writing %s%s: %v (%s was left as it was)", manifestName, localDiskFull(err), pathErr(err), to)
 	}
+	if err := mayReplace(req, to); err != nil {
+		return err // something came to stand at to while the copy was made
+	}
 	if err := replace(dir, to, filepath.Join(tmp, "old")); err != nil {
 		return s.fail(ClassFetchFailed, err, "%v", err)
 	}
 	fmt.Fprintf(req.Log, "fetched %d files (%d bytes) and %d symlinks to %s; verified; wrote %s\n", gf, gb, gl, to, manifestName)
 	return nil
+}
+
+// mayReplace refuses to replace what stands at to unless fetch wrote it
+// (a directory holding its taoflow-run.json), it is an empty directory, or
+// the step says replace: true: fetch moves its destination aside and
+// removes it, and a to naming a directory of the user's would delete it.
+func mayReplace(req Request, to string) error {
+	yes, _, err := withBool(req.With, "replace")
+	if err != nil || yes {
+		return err
+	}
+	fi, err := os.Lstat(to)
+	if err != nil {
+		return nil // nothing there (or nothing we can see: the rename says)
+	}
+	what := "a file"
+	switch {
+	case fi.IsDir():
+		if m, err := os.Lstat(filepath.Join(to, manifestName)); err == nil && m.Mode().IsRegular() {
+			return nil // an earlier fetch's (or upload's) copy
+		}
+		d, err := os.Open(to)
+		if err != nil {
+			return &Error{Class: ClassFetchFailed, Msg: fmt.Sprintf("cannot read %s on this machine: %v", to, pathErr(err))}
+		}
+		names, _ := d.Readdirnames(1)
+		_ = d.Close()
+		if len(names) == 0 {
+			return nil
+		}
+		what = "a directory with files that no fetch wrote (it has no " + manifestName + ")"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		what = "a symlink"
+	}
+	return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %s is %s: fetch replaces its destination, which would delete what is there; name a new directory, or set replace: true on the step to have it replaced", to, what)}
 }
 
 // replace renames dir to dst, moving what dst was to old first (old is
@@ -154,13 +206,21 @@ func localDiskFull(err error) string {
 	return ""
 }
 
+// extracted is what extract wrote: the tree, each file's sha256, and the
+// symlinks it left out (by path, with their targets).
+type extracted struct {
+	t       tree
+	sums    map[string]string
+	leftOut map[string]string
+}
+
 // streamInto runs fetch.sh for from on inst and extracts the archive it
-// writes into dir as it comes. It returns the tree extracted and each
-// file's sha256; xerr is what went wrong extracting (then the remote
-// command is stopped).
-func (s *Steps) streamInto(ctx context.Context, st platform.Streamer, inst platform.Instance, from, dir string) (got tree, sums map[string]string, res platform.Result, xerr, err error) {
+// writes into dir as it comes. It returns what was extracted; xerr is what
+// went wrong extracting (then the remote command is stopped).
+func (s *Steps) streamInto(ctx context.Context, st platform.Streamer, inst platform.Instance, from, dir string) (x extracted, res platform.Result, xerr, err error) {
 	sc := privatePrelude + script(Params{"src": from}, "fetch")
 	wait := s.cfg.TransientBackoff
+	umask := processUmask()
 	for try := 1; ; try++ {
 		runCtx, stop := context.WithCancelCause(ctx)
 		// An *os.File as the command's stdout: the transport writes into
@@ -168,40 +228,39 @@ func (s *Steps) streamInto(ctx context.Context, st platform.Streamer, inst platf
 		pr, pw, perr := os.Pipe()
 		if perr != nil {
 			stop(nil)
-			return nil, nil, res, nil, perr
+			return x, res, nil, perr
 		}
-		type extracted struct {
-			t    tree
-			sums map[string]string
-			err  error
+		type result struct {
+			x   extracted
+			err error
 		}
-		done := make(chan extracted, 1)
+		done := make(chan result, 1)
 		go func() {
 			defer pr.Close()
-			t, sums, err := extract(bufio.NewReaderSize(pr, 1<<20), dir)
+			x, err := extract(bufio.NewReaderSize(pr, 1<<20), dir, umask)
 			if err != nil {
 				stop(err) // stop the remote tar, which nobody reads now
 			}
 			_, _ = io.Copy(io.Discard, pr) // tar's trailing blocks
-			done <- extracted{t, sums, err}
+			done <- result{x, err}
 		}()
 		res, err = st.ExecStream(runCtx, inst, sc, nil, pw)
 		_ = pw.Close()
-		x := <-done
+		r := <-done
 		stop(nil)
 		res.Stderr = dropCutLine(res.Stderr)
-		if x.err != nil {
-			return nil, nil, res, x.err, nil
+		if r.err != nil {
+			return x, res, r.err, nil
 		}
 		if err != nil && ctx.Err() != nil {
-			return nil, nil, res, nil, context.Cause(ctx)
+			return x, res, nil, context.Cause(ctx)
 		}
 		var ee *platform.ExecError
 		if err == nil || !errors.As(err, &ee) || !ee.Transient || try == transientTries {
-			return x.t, x.sums, res, nil, err
+			return r.x, res, nil, err
 		}
 		if !sleep(ctx, wait) {
-			return nil, nil, res, nil, context.Cause(ctx)
+			return x, res, nil, context.Cause(ctx)
 		}
 		wait *= 2
 		_ = os.RemoveAll(dir)
@@ -211,15 +270,21 @@ func (s *Steps) streamInto(ctx context.Context, st platform.Streamer, inst platf
 
 // extract reads a tar archive (fetch.sh's: entries under ".") into dir,
 // through an os.Root, so that no entry, and no symlink it made, can write
-// outside dir. It returns what it extracted and every file's sha256.
-func extract(r io.Reader, dir string) (tree, map[string]string, error) {
+// outside dir. Directories and files are created with their archived
+// permissions (and the owner's rwx on directories, rw on files) less
+// umask, as any program's are. A symlink whose target leaves the tree
+// (absolute, or climbing above it, directly or through other links of the
+// archive) is left out: it would point whoever reads the copy at a file
+// of this machine the results do not hold. It returns what it extracted.
+func extract(r io.Reader, dir string, umask fs.FileMode) (extracted, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, nil, err
+		return extracted{}, err
 	}
 	defer root.Close()
 	t := tree{"": {Type: 'd'}}
 	sums := map[string]string{}
+	links := map[string]string{}
 	tr := tar.NewReader(r)
 	type stamp struct {
 		name string
@@ -233,32 +298,38 @@ func extract(r io.Reader, dir string) (tree, map[string]string, error) {
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading the archive: %w", err)
+			return extracted{}, fmt.Errorf("reading the archive: %w", err)
 		}
 		name := path.Clean(hdr.Name)
 		if name == "." {
 			continue
 		}
 		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-			return nil, nil, fmt.Errorf("the archive holds an unsafe name %q", hdr.Name)
+			return extracted{}, fmt.Errorf("the archive holds an unsafe name %q", hdr.Name)
 		}
 		name = strings.TrimPrefix(name, "./")
 		if _, dup := t[name]; dup {
-			return nil, nil, fmt.Errorf("the archive holds %q twice", name)
+			return extracted{}, fmt.Errorf("the archive holds %q twice", name)
 		}
 		mode := fs.FileMode(hdr.Mode).Perm()
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if err := root.MkdirAll(name, 0o755); err != nil {
-				return nil, nil, err
+			if err := root.MkdirAll(path.Dir(name), 0o700); err != nil {
+				return extracted{}, err
 			}
-			_ = root.Chmod(name, mode|0o700)
+			if err := root.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return extracted{}, err // (one made as a parent before is fine)
+			}
+			// Mkdir's mode is cut by the umask too; Chmod sets it whole.
+			if err := root.Chmod(name, (mode|0o700)&^umask); err != nil {
+				return extracted{}, err
+			}
 			dirs = append(dirs, stamp{name, hdr.ModTime})
 			t[name] = entry{Type: 'd'}
 		case tar.TypeReg:
 			f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode|0o600)
 			if err != nil {
-				return nil, nil, err
+				return extracted{}, err
 			}
 			h := sha256.New()
 			n, err := io.CopyBuffer(io.MultiWriter(f, h), tr, buf)
@@ -266,7 +337,7 @@ func extract(r io.Reader, dir string) (tree, map[string]string, error) {
 				err = cerr
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", name, err)
+				return extracted{}, fmt.Errorf("%s: %w", name, err)
 			}
 			_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
 			t[name] = entry{Type: 'f', Size: n, MTime: hdr.ModTime.Unix()}
@@ -276,28 +347,124 @@ func extract(r io.Reader, dir string) (tree, map[string]string, error) {
 			}
 		case tar.TypeSymlink:
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
-				return nil, nil, err
+				return extracted{}, err
 			}
 			t[name] = entry{Type: 'l', Size: int64(len(hdr.Linkname))}
+			links[name] = hdr.Linkname
 		case tar.TypeLink:
 			// A second name of a file archived before: a copy of it.
 			target := strings.TrimPrefix(path.Clean(hdr.Linkname), "./")
 			e, ok := t[target]
 			if !ok || e.Type != 'f' {
-				return nil, nil, fmt.Errorf("the archive links %q to %q, which it does not hold", name, hdr.Linkname)
+				return extracted{}, fmt.Errorf("the archive links %q to %q, which it does not hold", name, hdr.Linkname)
 			}
 			if err := copyWithin(root, target, name); err != nil {
-				return nil, nil, err
+				return extracted{}, err
 			}
 			t[name], sums[name] = e, sums[target]
 		default:
 			// devices, fifos: results are files, dirs and links
 		}
 	}
+	// Links are judged once all are in: one may lead through another
+	// that comes later in the archive.
+	var leftOut map[string]string
+	for name, target := range links {
+		if linkStaysInside(links, name) {
+			continue
+		}
+		if err := root.Remove(name); err != nil {
+			return extracted{}, err
+		}
+		delete(t, name)
+		if leftOut == nil {
+			leftOut = map[string]string{}
+		}
+		leftOut[name] = target
+	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		_ = root.Chtimes(dirs[i].name, dirs[i].at, dirs[i].at)
 	}
-	return t, sums, nil
+	return extracted{t: t, sums: sums, leftOut: leftOut}, nil
+}
+
+// linkStaysInside reports whether the symlink name (slash-separated,
+// relative to the tree's root) resolves inside the tree: its target is
+// followed segment by segment from the link's directory, through the
+// other links of the tree, and must never be absolute nor climb above the
+// root. A loop counts as leaving (no one can read it anyway).
+func linkStaysInside(links map[string]string, name string) bool {
+	var cur []string
+	if d := path.Dir(name); d != "." {
+		cur = strings.Split(d, "/")
+	}
+	todo := strings.Split(links[name], "/")
+	if path.IsAbs(links[name]) {
+		return false
+	}
+	for hops := 0; len(todo) > 0; {
+		seg := todo[0]
+		todo = todo[1:]
+		switch seg {
+		case "", ".":
+			continue
+		case "..":
+			if len(cur) == 0 {
+				return false
+			}
+			cur = cur[:len(cur)-1]
+			continue
+		}
+		at := strings.Join(append(slices.Clone(cur), seg), "/")
+		target, isLink := links[at]
+		if !isLink {
+			cur = append(cur, seg)
+			continue
+		}
+		if hops++; hops > 40 || path.IsAbs(target) {
+			return false
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return true
+}
+
+// withLinksLeftOut is the local listing t of the fetched copy at to with
+// the links its manifest says fetch left out put back, as the instance
+// lists them: a copy that lacks only those holds the same tree.
+func withLinksLeftOut(t tree, to string) tree {
+	b, err := os.ReadFile(filepath.Join(to, manifestName))
+	if err != nil {
+		return t
+	}
+	var m Manifest
+	if json.Unmarshal(b, &m) != nil || len(m.LinksLeftOut) == 0 {
+		return t
+	}
+	out := maps.Clone(t)
+	for name, target := range m.LinksLeftOut {
+		if _, ok := out[name]; !ok {
+			out[name] = entry{Type: 'l', Size: int64(len(target))}
+		}
+	}
+	return out
+}
+
+// processUmask is this process's umask, read from /proc (setting it to
+// read it back would change it for every thread meanwhile); 022 when it
+// cannot be read.
+func processUmask() fs.FileMode {
+	b, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return fs.FileMode(n).Perm()
+				}
+			}
+		}
+	}
+	return 0o022
 }
 
 // copyWithin copies the file src of root to a new file dst.

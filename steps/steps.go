@@ -57,6 +57,9 @@ type Config struct {
 	// BaseDir is taoflow's working directory: relative file://
 	// destinations of upload-s3 resolve against it.
 	BaseDir string
+	// StateDir is taoflow's state directory, which no fetch may replace
+	// (plan.CheckFetchTo); empty is not checked.
+	StateDir string
 	// PollInterval is wait's default when with.interval is absent
 	// (DefaultPollInterval when zero).
 	PollInterval time.Duration

@@ -181,15 +181,18 @@ func TestSendFetch(t *testing.T) {
 			if b, _ := os.ReadFile(filepath.Join(out, "dir", "new\nline.txt")); string(b) != "newline" {
 				t.Errorf("fetched a name with a newline: %q", b)
 			}
-			if got, err := os.Readlink(filepath.Join(out, "outside")); err != nil || got != "/etc/hostname" {
+			if got, err := os.Readlink(filepath.Join(out, "dir", "link")); err != nil || got != "a b.txt" {
 				t.Errorf("fetched link: %q, %v", got, err)
+			}
+			if _, err := os.Lstat(filepath.Join(out, "outside")); err == nil {
+				t.Errorf("the link to /etc/hostname was fetched: fetch makes no link that leaves the tree")
 			}
 			var m Manifest
 			b, err := os.ReadFile(filepath.Join(out, manifestName))
 			if err != nil || json.Unmarshal(b, &m) != nil {
 				t.Fatalf("%s next to the results: %v\n%s", manifestName, err, b)
 			}
-			if m.Files != 6 || m.RunID != "r1" || m.Plan != "xfer" || m.SHA256["spec.yaml"] == "" || m.From != "~/specs" {
+			if m.Files != 6 || m.RunID != "r1" || m.Plan != "xfer" || m.SHA256["spec.yaml"] == "" || m.From != "~/specs" || m.LinksLeftOut["outside"] != "/etc/hostname" {
 				t.Errorf("manifest: %+v", m)
 			}
 			if left, _ := filepath.Glob(filepath.Join(x.planDir, "out", ".taoflow-fetch-*")); len(left) > 0 {
@@ -287,7 +290,7 @@ func TestTransferBadInput(t *testing.T) {
 				mountSmall(t, filepath.Join(x.planDir, "full"))
 				writeTree(t, filepath.Join(x.planDir, "full", "out"), map[string]string{"old": "kept"})
 			},
-			kind: plan.KindFetch, with: with("from", "~/results", "to", "full/out"),
+			kind: plan.KindFetch, with: with("from", "~/results", "to", "full/out", "replace", true),
 			wantClass: ClassFetchFailed, wantMsg: "this machine's disk is full",
 			absent: func(x xfer) string { return filepath.Join(x.planDir, "full", "out", "big.bin") },
 		},
@@ -357,7 +360,7 @@ func TestTransferInterrupted(t *testing.T) {
 			interrupt := errors.New("interrupted (Ctrl-C)")
 			testHookFetched = func(string) { cancel(interrupt) }
 			t.Cleanup(func() { testHookFetched = nil })
-			_, err := x.do(ctx, plan.KindFetch, with("from", "~/results", "to", "out"))
+			_, err := x.do(ctx, plan.KindFetch, with("from", "~/results", "to", "out", "replace", true))
 			if !errors.Is(err, interrupt) {
 				t.Fatalf("fetch: %v; want the interruption", err)
 			}

@@ -57,6 +57,10 @@ type Manifest struct {
 	// (absent where the instance has no sha256sum); `taoflow results
 	// --download` checks a download against it.
 	SHA256 map[string]string `json:"sha256,omitempty"`
+	// LinksLeftOut are the symlinks a fetch did not make, with their
+	// targets: those pointing outside the fetched tree (absolute, or
+	// climbing above it, directly or through other links).
+	LinksLeftOut map[string]string `json:"links_left_out,omitempty"`
 }
 
 // ManifestCost is the cost estimate of a Manifest's instance: its list

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -32,7 +31,8 @@ type applyFlags struct {
 	name     string
 	tags     []string
 	clean    bool
-	yes      bool // create billed instances without asking
+	yes      bool   // create billed instances without asking
+	brev     string // --brev-binary: the brev CLI the user names
 }
 
 func newApplyCmd(sio stdio, g *globals) *cobra.Command {
@@ -65,8 +65,16 @@ equal them, so the command line that started the run works with --resume
 appended; a differing value is refused). Nodes that succeeded are kept, jobs
 that still run (or ended) are adopted rather than launched again, instances
 the run created and that still exist are used again, and the rest runs.
-Without RUN, the latest run of PLAN that did not succeed. Give RUN as
---resume=RUN or --resume RUN.
+Without RUN, the latest run of PLAN that did not succeed, when you started
+it on this host: a run that the state says someone else or another host
+started (or that says nobody) must be named, since a state from elsewhere
+would have apply run with its recorded vars. The recorded vars are printed
+before anything runs. Give RUN as --resume=RUN or --resume RUN.
+
+A plan whose platform.binary names a program other than brev (a tools/brev
+shipped with it) has apply ask before running it, on a terminal, naming the
+program; with --yes, or without a terminal, apply refuses (exit 2) unless
+--brev-binary names the program to run: a plan chooses no program for you.
 
 Exit status: 0 all succeeded; 1 a node failed (teardown done); 2 invalid plan
 or usage (nothing started); 3 teardown incomplete (something may still exist:
@@ -109,7 +117,8 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().StringVarP(&f.output, "output", "o", "auto", "output: `auto`, plain or json")
 	cmd.Flags().Bool("json", false, "print one JSON event per line (--output json)")
 	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
-	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "create billed (brev) instances without asking")
+	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "create billed (brev) instances without asking (not: run a brev program the plan names, see --brev-binary)")
+	cmd.Flags().StringVar(&f.brev, "brev-binary", "", "the brev `PROGRAM` to run (default: brev on PATH); over the plan's platform.binary, which apply otherwise asks about")
 	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest unfinished run of PLAN) instead of starting a new one")
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
 	cmd.Flags().StringVar(&f.name, "name", "", "a readable `NAME` for the run, unique in the state (status and logs accept it for the run id)")
@@ -165,7 +174,18 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		if err := prior.CheckVars(given); err != nil {
 			return err
 		}
-		f.vars = varFlags{vars: prior.VarFlags(), strict: f.vars.strict}
+		// The recorded vars steer the run (an upload's bucket, say): shown
+		// before anything runs, with who started it.
+		who := ""
+		if prior.StartedBy != "" {
+			who = ", started by " + prior.StartedBy
+		}
+		vars := "none"
+		if flags := prior.VarFlags(); len(flags) > 0 {
+			vars = strings.Join(flags, " ")
+		}
+		fmt.Fprintf(escapeWriter{sio.err}, "taoflow: run %s%s: its recorded vars: %s\n", prior.Run.ID, who, vars)
+		f.vars = varFlags{vars: prior.VarFlags(), strict: f.vars.strict, cmd: f.vars.cmd}
 	}
 	p, _, err := loadPlan(sio, path, f.vars)
 	if err != nil {
@@ -183,7 +203,12 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	// The types of the instances it creates, from brev search: a filter
 	// that nothing passes, or a budget the plan cannot keep, is exit 2
 	// before anything is asked or created.
-	sel, err := runner.Select(parent, p)
+	// A brev program the plan names runs only once the user agreed: before
+	// the search that would run it.
+	if err := confirmProgram(sio, p, f); err != nil {
+		return err
+	}
+	sel, err := runner.Select(parent, p, runner.SelectOptions{PlanBinary: true})
 	if err != nil {
 		return err
 	}
@@ -257,6 +282,56 @@ var isTerminal = func(r io.Reader) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// confirmProgram settles which brev CLI apply runs. --brev-binary names
+// it (and becomes the plan's platform.binary for this run, recorded so);
+// else a program the plan names (runner.PlanBinary) is run only when the
+// user, asked on a terminal with the program's full path shown, agrees:
+// with --yes or without a terminal apply refuses, saying how to name it.
+func confirmProgram(sio stdio, p *plan.Plan, f *applyFlags) error {
+	if f.brev != "" {
+		p.Platform.Binary = absProgram(f.brev)
+		return nil
+	}
+	prog := runner.PlanBinary(p)
+	if prog == "" {
+		return nil
+	}
+	bin, path := escapeControls(p.Platform.Binary), escapeControls(prog)
+	if f.yes || !isTerminal(sio.in) {
+		why := "--yes does not cover it"
+		if !f.yes {
+			why = "stdin is not a terminal to ask on"
+		}
+		return usageError(fmt.Errorf("the plan names its own brev CLI (platform.binary: %s), the program %s; taoflow runs a program a plan chooses only when you agree, and %s: if it is yours, name it: --brev-binary %s (or --brev-binary brev for brev on PATH)", bin, path, why, path))
+	}
+	fmt.Fprintf(sio.err, "The plan names its own brev CLI (platform.binary: %s). Run the program %s, with your brev login and environment? [y/N] ", bin, path)
+	answer := readAnswer(sio.in)
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return usageError(fmt.Errorf("nothing run: the plan's platform.binary %s was not allowed", path))
+	}
+	return nil
+}
+
+// readAnswer reads one line from r, a byte at a time: a buffered reader
+// would take the answer to a second question with the first.
+func readAnswer(r io.Reader) string {
+	var b strings.Builder
+	one := make([]byte, 1)
+	for b.Len() < 1024 {
+		n, err := r.Read(one)
+		if n == 1 {
+			if one[0] == '\n' {
+				break
+			}
+			b.WriteByte(one[0])
+		}
+		if err != nil {
+			break
+		}
+	}
+	return b.String()
+}
+
 // confirmBilling asks on a terminal before apply creates instances that
 // bill from creation, and refuses without one: --yes answers for the user,
 // as terraform apply needs -auto-approve in automation.
@@ -294,7 +369,7 @@ func confirmBilling(sio stdio, billed []*plan.Instance, sel *runner.Selection) e
 		return usageError(fmt.Errorf("refusing to create %s without --yes: they bill from creation, and stdin is not a terminal to ask on; run again with --yes (-y)", what))
 	}
 	fmt.Fprintf(sio.err, "Create %s? They bill until taoflow deletes them. [y/N] ", what)
-	answer, _ := bufio.NewReader(sio.in).ReadString('\n')
+	answer := readAnswer(sio.in)
 	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 		return usageError(fmt.Errorf("nothing created"))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -134,5 +135,71 @@ func TestRetryBackoffEnv(t *testing.T) {
 	t.Setenv("TAOFLOW_RETRY_BACKOFF", "10ms")
 	if code, _, errOut := applyCLI(t, "status"); code == exitUsage {
 		t.Errorf("TAOFLOW_RETRY_BACKOFF=10ms: exit 2: %s", errOut)
+	}
+}
+
+// TestApplyAsksBeforeAPlanProgram (issue 22 item 1): a plan naming its own
+// brev CLI (platform.binary: ./tools/brev) has apply ask on a terminal,
+// before anything runs, with the program's full path in the question; no
+// runs nothing; yes runs it (then the billing question follows); -y and
+// no terminal refuse unless --brev-binary names it.
+func TestApplyAsksBeforeAPlanProgram(t *testing.T) {
+	f, _ := brevEnv(t, brevtest.Options{})
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "ran")
+	if err := os.MkdirAll(filepath.Join(dir, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "tools", "brev")
+	wrapper := "#!/bin/sh\necho \"$*\" >> '" + marker + "'\nexec '" + f.Binary + "' \"$@\"\n"
+	if err := os.WriteFile(prog, []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writePlan(t, "own.yaml", `taoflow: 1
+name: own
+platform: {kind: brev, binary: ./tools/brev}
+instances:
+  a: {create: {type: g5.xlarge}}
+steps:
+  - {id: pre, uses: preflight, with: {interval: 100ms}}
+finally:
+  - {id: teardown, uses: delete}
+`)
+	ask := func(terminal bool, answer string, args ...string) (int, string) {
+		t.Helper()
+		old := isTerminal
+		isTerminal = func(io.Reader) bool { return terminal }
+		defer func() { isTerminal = old }()
+		var out, errOut strings.Builder
+		code := exitCode(run(t.Context(), args, stdio{in: strings.NewReader(answer), out: &out, err: &errOut}), &errOut)
+		return code, errOut.String()
+	}
+	ran := func() bool { _, err := os.Stat(marker); return err == nil }
+	question := "The plan names its own brev CLI (platform.binary: ./tools/brev). Run the program " + prog + ", with your brev login and environment? [y/N] "
+
+	code, errOut := ask(true, "n\n", "apply", "--output", "plain", "own.yaml")
+	if code != exitUsage || !strings.Contains(errOut, question) || !strings.Contains(errOut, "nothing run") || ran() {
+		t.Errorf("answered no: exit %d, ran %v, stderr:\n%s", code, ran(), errOut)
+	}
+	for _, args := range [][]string{{"-y"}, {}} {
+		code, errOut = ask(false, "", append([]string{"apply", "--output", "plain", "own.yaml"}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, "--brev-binary "+prog) || ran() {
+			t.Errorf("%v without a terminal: exit %d, ran %v, stderr:\n%s", args, code, ran(), errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".taoflow")); err == nil {
+		t.Errorf("a refused apply recorded a state")
+	}
+	code, errOut = ask(true, "y\ny\n", "apply", "--output", "plain", "own.yaml")
+	if code != exitOK || !strings.Contains(errOut, question) || !strings.Contains(errOut, "Create 1 Brev instance") || !ran() {
+		t.Errorf("answered yes twice: exit %d, ran %v, stderr:\n%s", code, ran(), errOut)
+	}
+	_ = os.Remove(marker)
+	code, errOut = ask(false, "", "apply", "-y", "--brev-binary", "tools/brev", "--output", "plain", "own.yaml")
+	if code != exitOK || strings.Contains(errOut, "[y/N]") || !ran() {
+		t.Errorf("-y --brev-binary: exit %d, ran %v, stderr:\n%s", code, ran(), errOut)
 	}
 }

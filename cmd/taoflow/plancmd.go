@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 func newPlanCmd(sio stdio) *cobra.Command {
 	var vf varFlags
 	var asJSON, commands, noCommands bool
+	var brevBinary string
 	cmd := &cobra.Command{
 		Use:   "plan PLAN",
 		Short: "Preview what apply would create, run and delete, touching nothing",
@@ -48,7 +50,11 @@ tries them with their list prices, and the cost:
 
   ~$4.35/h while all 3 instances run; at most $52.20 if every wait runs to its timeout
 
-Every figure is an estimate from Brev's list prices.
+Every figure is an estimate from Brev's list prices. plan runs brev from
+PATH, or the program --brev-binary names, never one the plan names: a plan
+whose platform.binary is another program (a tools/brev shipped beside it)
+is priced with brev from PATH, and the preview says so; name the program
+yourself with --brev-binary to have it run.
 
 It contacts no instance and starts nothing. Exit status 2 when the plan has
 errors, when no instance type matches an instance's filters (the nearest
@@ -69,7 +75,7 @@ count it; budget: {unpriced: allow} lets it run, uncounted, and plan says so).`,
 			}
 			// The types of created brev instances, from brev search: a
 			// filter nothing passes is exit 2 here, as at apply.
-			sel, err := runner.Select(cmd.Context(), p)
+			sel, err := runner.Select(cmd.Context(), p, runner.SelectOptions{BrevBinary: absProgram(brevBinary)})
 			if err != nil {
 				return err
 			}
@@ -97,9 +103,22 @@ count it; budget: {unpriced: allow} lets it run, uncounted, and plan says so).`,
 	vf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the expanded graph as JSON")
 	cmd.Flags().BoolVar(&commands, "commands", false, "show each node's resolved with: values and the exact remote commands")
+	cmd.Flags().StringVar(&brevBinary, "brev-binary", "", "the brev `PROGRAM` that searches types and prices (default: brev on PATH; the plan's platform.binary is never run by a preview)")
 	cmd.Flags().BoolVar(&noCommands, "no-commands", false, "leave out the remote commands (the default; kept for scripts)")
 	_ = cmd.Flags().MarkHidden("no-commands")
 	return cmd
+}
+
+// absProgram makes a program path given on the command line absolute
+// (from the working directory); a bare name, looked up in PATH, stays.
+func absProgram(bin string) string {
+	if !strings.ContainsRune(bin, '/') {
+		return bin
+	}
+	if abs, err := filepath.Abs(bin); err == nil {
+		return abs
+	}
+	return bin
 }
 
 // secretRedactor redacts the values of the plan's secrets that are set in

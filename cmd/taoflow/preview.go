@@ -75,7 +75,10 @@ type previewCost struct {
 	// Unpriced: created instances with a type of no known price, and why.
 	Unpriced       []string `json:"unpriced,omitempty"`
 	UnpricedReason string   `json:"unpriced_reason,omitempty"`
-	MaxCost        float64  `json:"budget_max_cost,omitempty"`
+	// BrevNotRun is the plan's own brev CLI (platform.binary), which a
+	// preview does not run: brev from PATH searched in its place.
+	BrevNotRun string  `json:"brev_binary_not_run,omitempty"`
+	MaxCost    float64 `json:"budget_max_cost,omitempty"`
 	// MaxCostLeavesOut: under budget.unpriced: allow, the Unpriced
 	// instances max_cost does not count.
 	MaxCostLeavesOut []string `json:"budget_uncounted,omitempty"`
@@ -185,7 +188,7 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 	if len(sel.Instances) > 0 || p.Budget.MaxCost > 0 || p.Budget.MaxDuration > 0 {
 		e := runner.Estimated(g, sel)
 		c := &previewCost{Currency: "USD", PerHour: e.PerHour, Instances: e.Instances, UnboundedWaits: e.Unbounded,
-			Minimum: e.Min, Unpriced: e.Unpriced, UnpricedReason: sel.Unpriced, MaxCost: p.Budget.MaxCost}
+			Minimum: e.Min, Unpriced: e.Unpriced, UnpricedReason: sel.Unpriced, BrevNotRun: sel.NotRun, MaxCost: p.Budget.MaxCost}
 		if len(e.Unbounded) == 0 {
 			c.AtMost = &e.Bound
 		}
@@ -362,6 +365,9 @@ func printCost(w io.Writer, c *previewCost) {
 			line += fmt.Sprintf("; no upper bound: wait step%s %s %s no timeout", plural(len(c.UnboundedWaits)), strings.Join(c.UnboundedWaits, ", "), map[bool]string{true: "has", false: "have"}[len(c.UnboundedWaits) == 1])
 		}
 		fmt.Fprintf(w, "  %s\n", line)
+	}
+	if c.BrevNotRun != "" {
+		fmt.Fprintf(w, "  types and prices from brev on PATH: the plan's platform.binary %s was not run (a preview never runs a program the plan names; --brev-binary %s runs it)\n", c.BrevNotRun, c.BrevNotRun)
 	}
 	if len(c.Unpriced) > 0 {
 		why := ""

@@ -23,6 +23,7 @@ type resultFlags struct {
 	csv      bool
 	cells    []string // results: only these cells
 	download string   // results: bring the uploads back into this directory
+	endpoint []string // results: the S3 endpoints confirmed for --download
 }
 
 func newResultsCmd(sio stdio, g *globals) *cobra.Command {
@@ -50,7 +51,17 @@ credentials of this environment), file:// by copying. Each copy lands in
 DIR/CELL/STEP (DIR/@INSTANCE/STEP without a matrix) and is checked against
 its taoflow-run.json: every file's sha256, or the file count and bytes
 where the manifest has no checksums. A copy that does not match is an
-error (exit 1), naming the files.`,
+error (exit 1), naming the files.
+
+The state may have come from elsewhere (a committed .taoflow/), so what it
+says steers nothing unchecked: DIR must be yours alone to write (owned by
+you, not writable by group or others; made 0700 when missing), every copy
+is written through DIR (a fresh private directory beside its place, renamed
+into it; an earlier download there is replaced, anything else is refused),
+cell and step names that are not ids taoflow makes are refused, and an S3
+upload that recorded an endpoint_url is downloaded only when you confirm
+that endpoint with --endpoint-url URL (exit 2 names it): the AWS CLI sends
+your signed requests there.`,
 		Example: `  taoflow results latest --sort loss
   taoflow results sweep-1203 --csv > results.csv
   taoflow results latest lr-0.01 --download ./back`,
@@ -82,7 +93,7 @@ error (exit 1), naming the files.`,
 				return usageError(err)
 			}
 			if f.download != "" {
-				return download(ctx, sio, store, run.ID, f.cells, f.download)
+				return download(ctx, sio, store, run.ID, runner.DownloadOptions{Cells: f.cells, Dir: f.download, EndpointURLs: f.endpoint})
 			}
 			if f.sort != "" {
 				if err := t.Sort(f.sort); err != nil {
@@ -106,6 +117,7 @@ error (exit 1), naming the files.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&f.csv, "csv", false, "print CSV")
 	cmd.Flags().StringVar(&f.download, "download", "", "bring the uploaded results back into `DIR`, verified against their manifests")
+	cmd.Flags().StringArrayVar(&f.endpoint, "endpoint-url", nil, "confirm the S3 endpoint `URL` the state says an upload used (repeatable; --download asks for it)")
 	return cmd
 }
 
@@ -267,9 +279,9 @@ func printResults(ctx context.Context, w io.Writer, a *runner.Apply) {
 }
 
 // download brings a run's uploaded results back and says how each went.
-func download(ctx context.Context, sio stdio, store *state.Store, run string, cells []string, dir string) error {
-	ds, err := runner.DownloadResults(ctx, store, run, cells, dir)
-	if err != nil && len(ds) == 0 {
+func download(ctx context.Context, sio stdio, store *state.Store, run string, opts runner.DownloadOptions) error {
+	ds, err := runner.DownloadResults(ctx, store, run, opts)
+	if err != nil {
 		return usageError(err)
 	}
 	if len(ds) == 0 {
@@ -287,9 +299,6 @@ func download(ctx context.Context, sio stdio, store *state.Store, run string, ce
 			how = "file count and bytes checked (the manifest has no checksums)"
 		}
 		fmt.Fprintf(escapeWriter{sio.out}, "%s: %d files (%d bytes) from %s in %s; %s\n", d.Node, d.Files, d.Bytes, d.From, d.To, how)
-	}
-	if err != nil {
-		return err
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d downloads did not match their manifests", failed, len(ds))

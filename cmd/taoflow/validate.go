@@ -114,9 +114,11 @@ type varFlags struct {
 	vars   []string
 	files  []string
 	strict bool
+	cmd    *cobra.Command // for --state, which no fetch may replace
 }
 
 func (v *varFlags) register(cmd *cobra.Command) {
+	v.cmd = cmd
 	cmd.Flags().StringArrayVar(&v.vars, "var", nil, "override a var: `NAME=VALUE` (repeatable; beats --var-file)")
 	cmd.Flags().StringArrayVar(&v.files, "var-file", nil, "override vars from a YAML `FILE` of NAME: VALUE lines (repeatable; a later file wins)")
 	cmd.Flags().BoolVar(&v.strict, "strict", false, "treat warnings as errors")
@@ -134,7 +136,13 @@ func (v *varFlags) options() (plan.Options, plan.Diagnostics, error) {
 		vars[k] = val
 		delete(sources, k)
 	}
-	return plan.Options{Vars: vars, Sources: sources, Strict: v.strict}, diags, nil
+	opts := plan.Options{Vars: vars, Sources: sources, Strict: v.strict}
+	if v.cmd != nil {
+		if f := v.cmd.Flag("state"); f != nil {
+			opts.StateDir = f.Value.String()
+		}
+	}
+	return opts, diags, nil
 }
 
 // loadPlan loads and expands a plan for the commands that show it,

@@ -61,14 +61,18 @@ func Collect(ctx context.Context, planPath, version string) Info {
 		abs = planPath
 	}
 	info := Info{Version: version, PlanPath: abs}
-	info.Host, _ = os.Hostname()
-	if u, err := user.Current(); err == nil {
-		info.User = u.Username
-	} else {
-		info.User = os.Getenv("USER")
-	}
+	info.User, info.Host = Who()
 	info.Git = GitState(ctx, filepath.Dir(abs))
 	return info
+}
+
+// Who is this process's user name and host name, as Collect records them.
+func Who() (userName, host string) {
+	host, _ = os.Hostname()
+	if u, err := user.Current(); err == nil {
+		return u.Username, host
+	}
+	return os.Getenv("USER"), host
 }
 
 // GitState describes the repository holding dir.
