@@ -165,8 +165,10 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// Manifests carry the view the plan's provenance: asks for.
+	record.Provenance = record.Provenance.Shared(p.Provenance)
 	cwd, _ := os.Getwd()
-	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record,
+	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, Record: record, StateDir: cfg.StateDir,
 		TransientBackoff: cfg.TransientBackoff})
 	// The watchers go before the connections they stream over.
 	a.closers = append(a.closers, a.steps.Close)

@@ -57,6 +57,8 @@ type Config struct {
 	// BaseDir is taoflow's working directory: relative file://
 	// destinations of upload-s3 resolve against it.
 	BaseDir string
+	// StateDir is taoflow's state directory, which a send never copies.
+	StateDir string
 	// PollInterval is wait's default when with.interval is absent
 	// (DefaultPollInterval when zero).
 	PollInterval time.Duration
