@@ -192,6 +192,9 @@ func newSelection(files []string, skip ...string) *selection {
 	}
 	sel.files, sel.dirs = make(map[string]bool, len(files)), map[string]bool{}
 	for _, f := range files {
+		// A nested repository git does not track is listed as "dir/":
+		// one entry, as a submodule is.
+		f = strings.TrimSuffix(f, "/")
 		sel.files[f] = true
 		for d := path.Dir(f); d != "." && !sel.dirs[d]; d = path.Dir(d) {
 			sel.dirs[d] = true
