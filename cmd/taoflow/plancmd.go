@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ import (
 	"github.com/taoflow/taoflow/steps"
 )
 
-func newPlanCmd(sio stdio) *cobra.Command {
+func newPlanCmd(sio stdio, gf *globals) *cobra.Command {
 	var vf varFlags
 	var asJSON, commands, noCommands bool
 	cmd := &cobra.Command{
@@ -27,7 +28,10 @@ func newPlanCmd(sio stdio) *cobra.Command {
 and previews what apply would do: the instances it creates (name, type
 chain, slots), uses, and deletes at teardown; each step with its nodes,
 timeout and retries; the secrets it needs and whether each is set in this
-environment; the warnings; and a last line such as
+environment; what each send copies from this machine ("sends 6 files,
+1.2 MB from DIR", counted here: in a git work tree, the tracked files and
+the untracked ones .gitignore leaves; never .git or the state directory);
+the warnings; and a last line such as
 
   Plan: 3 instances to create, 0 to use, 24 nodes; deleted at teardown: 3
 
@@ -81,7 +85,7 @@ cost already exceeds budget.max_cost.`,
 			if commands && !noCommands {
 				pv = newPreviewer(g)
 			}
-			sum := newPreview(g, diags, os.LookupEnv, sel)
+			sum := newPreview(g, diags, os.LookupEnv, sel, sendSizer(cmd.Context(), g, gf.stateDir))
 			if asJSON {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
@@ -177,6 +181,18 @@ func printNodes(w io.Writer, g *engine.Graph, pv *previewer) error {
 		}
 	}
 	return nil
+}
+
+// sendSizer returns what counts the files a send node copies from this
+// machine, as send would list them (steps.SendSize: a walk of the
+// directory and git's own listing of a work tree; nothing the plan names
+// runs).
+func sendSizer(ctx context.Context, g *engine.Graph, stateDir string) func(*engine.Node) (steps.SendSize, error) {
+	cwd, _ := os.Getwd()
+	st := steps.New(steps.Config{Plan: g.Plan, RunID: "RUN", BaseDir: cwd, Owner: "HOST:PID", StateDir: stateDir})
+	return func(n *engine.Node) (steps.SendSize, error) {
+		return st.SendSize(ctx, runner.PreviewRequest(g, "RUN", n))
+	}
 }
 
 // previewer renders the remote commands of a plan's nodes.

@@ -115,7 +115,7 @@ failed before it ran is tried again, doubled before each later try.`,
 	})
 	root.AddCommand(
 		newValidateCmd(io),
-		newPlanCmd(io),
+		newPlanCmd(io, g),
 		newApplyCmd(io, g),
 		newStatusCmd(io, g),
 		newResultsCmd(io, g),

@@ -77,17 +77,22 @@ func Explain(ctx context.Context, sub string, err error, stderr []byte) error {
 // dir: tracked ones (`git ls-files --cached`) and untracked ones no
 // .gitignore, .git/info/exclude or core.excludesFile rule ignores
 // (`--others --exclude-standard`), as slash-separated paths relative to
-// dir, each once. A submodule is one entry, its directory. repo is false,
+// dir, each once. A submodule is one entry, its directory (a nested
+// repository git does not track, its directory and a '/'). repo is false,
 // with no error, when dir is not in a git work tree, is itself ignored by
 // the repository's rules (a data directory the repository leaves out), or
-// git is not installed: the caller then copies the directory as it is.
+// git is not installed: the caller then copies the directory as it is. A
+// git that fails otherwise (a repository it refuses to read, a timeout)
+// is an error: what the repository ignores is then unknown.
 func Files(ctx context.Context, dir string) (files []string, repo bool, err error) {
 	out, err := Output(ctx, dir, "rev-parse", "--is-inside-work-tree")
-	if err != nil || strings.TrimSpace(string(out)) != "true" {
-		if ctx.Err() != nil {
-			return nil, false, err
-		}
+	switch {
+	case errors.Is(err, ErrNoGit), err != nil && strings.Contains(err.Error(), "not a git repository"):
 		return nil, false, nil
+	case err != nil:
+		return nil, false, err // a repository git cannot read: its rules are unknown
+	case strings.TrimSpace(string(out)) != "true":
+		return nil, false, nil // inside a .git
 	}
 	// check-ignore exits 0 when dir is ignored, 1 when it is not.
 	cmd := Command(ctx, dir, "check-ignore", "-q", ".")
