@@ -62,7 +62,7 @@ func Explain(ctx context.Context, sub string, err error, stderr []byte) error {
 	var ee *exec.Error
 	switch {
 	case errors.As(err, &ee):
-		return fmt.Errorf("%w (%v)", ErrNoGit, ee.Err)
+		return fmt.Errorf("%w (%w)", ErrNoGit, ee.Err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("git %s: %w", sub, context.Cause(ctx))
 	}
