@@ -130,3 +130,29 @@ func TestSendNoRepo(t *testing.T) {
 		t.Errorf("sent (-want +got):\n%s", diff)
 	}
 }
+
+// TestSendGitFails: in a work tree where git fails to list the files, the
+// send fails and says why, and nothing reaches the instance (rather than
+// a copy with .git and every ignored file in it).
+func TestSendGitFails(t *testing.T) {
+	x := xferRigs(t)["local"](t)
+	gitRepo(t, x.planDir)
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	// git -C DIR -c K=V -c K=V SUB: the subcommand is the 7th word.
+	script := "#!/bin/sh\ncase \"$7\" in ls-files) echo 'fatal: index file corrupt' >&2; exit 128 ;; esac\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	log, err := x.do(context.Background(), plan.KindSend, with("from", ".", "to", "~/exp"))
+	if err == nil || !strings.Contains(err.Error(), "is in a git work tree, but listing its files failed: git ls-files: fatal: index file corrupt") {
+		t.Fatalf("send: %v\n%s", err, log)
+	}
+	if _, err := os.Stat(filepath.Join(x.home, "exp")); !os.IsNotExist(err) {
+		t.Errorf("the destination exists: %v", err)
+	}
+}
