@@ -57,7 +57,7 @@ fuzz:
 
 ## bench: benchmarks that print figures (no test asserts on speed); see docs/benchmarks.md
 bench: deps bench-deps
-	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine ./internal/dag ./secret ./state ./platform/... ./steps ./cmd/taoflow
+	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine ./internal/dag ./internal/provenance ./secret ./state ./platform/... ./steps ./cmd/taoflow
 
 ## bench-deps: install the benchmarks' peers and tools (Debian packages, go-task)
 bench-deps:

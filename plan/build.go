@@ -56,6 +56,9 @@ func build(file string, root *Value) *Plan {
 	if v := root.Get("fail_fast"); v != nil {
 		p.FailFast = v.Text == "true"
 	}
+	if v := root.Get("provenance"); v != nil {
+		p.Provenance = v.Text
+	}
 	if f := root.Field("budget"); f != nil {
 		p.Budget.Pos = f.KeyPos
 		p.Budget.MaxCost = floatOf(f.Value.Get("max_cost"))

@@ -60,6 +60,9 @@ type Plan struct {
 	Budget      Budget  // budget:, zero when absent
 	Tags        []Tag   // tags:, in file order
 	Notify      *Notify // notify:, nil when absent
+	// Provenance is provenance: ("minimal" or "full"), the detail of the
+	// provenance manifests and notifications carry; empty is minimal.
+	Provenance string
 
 	Root      *Value // the resolved YAML tree
 	source    []byte

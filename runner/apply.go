@@ -167,6 +167,8 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// Manifests carry the view the plan's provenance: asks for.
+	record.Provenance = record.Provenance.Shared(p.Provenance)
 	cwd, _ := os.Getwd()
 	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, StateDir: cfg.StateDir, Record: record,
 		TransientBackoff: cfg.TransientBackoff, StopTimeout: cfg.StopTimeout})

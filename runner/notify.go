@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/provenance"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -96,7 +97,19 @@ func (a *Apply) summary(ctx context.Context, runState string, exitCode int, verd
 		return nil, err
 	}
 	s := Summary{RunID: a.ID, RunName: rec.Label, Plan: a.cfg.Plan.Name, PlanFile: r.PlanFile, State: runState, ExitCode: exitCode,
-		Message: verdict, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Tags: rec.Tags, Provenance: rec.Provenance, Left: left, Results: t}
+		Message: verdict, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Tags: rec.Tags, Left: left, Results: t}
+	// The provenance as the plan's provenance: asks for it (the state
+	// keeps it whole).
+	if len(rec.Provenance) > 0 {
+		var info provenance.Info
+		if err := json.Unmarshal(rec.Provenance, &info); err == nil {
+			shared := info.Shared(a.cfg.Plan.Provenance)
+			s.Provenance, _ = json.Marshal(shared)
+			if shared.Level == provenance.LevelMinimal && filepath.IsAbs(s.PlanFile) {
+				s.PlanFile = shared.PlanPath
+			}
+		}
+	}
 	return json.MarshalIndent(s, "", "  ")
 }
 

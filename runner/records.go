@@ -18,7 +18,8 @@ import (
 // DirtyError refuses `apply --require-clean` in a repository with changes.
 type DirtyError struct {
 	Root    string
-	Changed []string
+	Changed []string // the first of them
+	Count   int      // how many there are
 	NotRepo bool
 }
 
@@ -30,8 +31,10 @@ func (e *DirtyError) Error() string {
 	list := e.Changed
 	more := ""
 	if len(list) > most {
-		more = fmt.Sprintf("\n  … and %d more", len(list)-most)
 		list = list[:most]
+	}
+	if n := max(e.Count, len(e.Changed)); n > len(list) {
+		more = fmt.Sprintf("\n  … and %d more", n-len(list))
 	}
 	return fmt.Sprintf("--require-clean: the git repository %s has uncommitted changes; commit or stash them:\n  %s%s", e.Root, strings.Join(list, "\n  "), more)
 }
@@ -40,7 +43,8 @@ func (e *DirtyError) Error() string {
 // --require-clean.
 func (a *Apply) collectProvenance(ctx context.Context) error {
 	cfg := a.cfg
-	info := provenance.Collect(ctx, cfg.PlanPath, cfg.Version)
+	// The state directory is never a change: taoflow's own logs.
+	info := provenance.Collect(ctx, cfg.PlanPath, cfg.Version, provenance.Options{Exclude: []string{cfg.StateDir}})
 	a.prov = &info
 	if cfg.RequireClean {
 		g := info.Git
@@ -48,7 +52,7 @@ func (a *Apply) collectProvenance(ctx context.Context) error {
 		case g == nil || !g.Repo:
 			return refused(&DirtyError{NotRepo: true})
 		case g.Dirty:
-			return refused(&DirtyError{Root: g.Root, Changed: g.Changed})
+			return refused(&DirtyError{Root: g.Root, Changed: g.Changed, Count: g.Changes()})
 		}
 	}
 	return nil

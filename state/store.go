@@ -85,12 +85,14 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
+	_, statErr := os.Stat(abs)
 	if err := mkdirPrivate(abs); err != nil {
 		return nil, fmt.Errorf("state: create %s: %w", dir, err)
 	}
 	if err := checkPrivate(abs); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
+	ignoreInGit(abs, errors.Is(statErr, fs.ErrNotExist))
 	path := filepath.Join(abs, dbName)
 	// Create the file ourselves so that its mode does not depend on the
 	// umask; SQLite gives the -wal and -shm files the database's mode.
@@ -204,6 +206,48 @@ func (s *Store) Close() error {
 func fileURI(path string, q url.Values) string {
 	u := url.URL{Path: filepath.ToSlash(path)}
 	return "file:" + u.EscapedPath() + "?" + q.Encode()
+}
+
+// gitignoreBody is the .gitignore a state directory holds, so that git
+// (status, add -A, provenance) never sees taoflow's own files, as
+// Python's venv does for a virtual environment.
+const gitignoreBody = "# Created by taoflow: its state (logs, database) is never committed.\n*\n"
+
+// ownNames are the entries taoflow itself makes in a state directory.
+var ownNames = map[string]bool{
+	dbName: true, dbName + "-wal": true, dbName + "-shm": true, dbName + "-journal": true,
+	"runs": true, "sandboxes": true, ".gitignore": true,
+}
+
+// ignoreInGit writes dir/.gitignore (gitignoreBody) unless it exists:
+// always in a directory Open has just made, and in an existing one only
+// when it holds nothing but taoflow's own entries (ownNames), so a state
+// directory that is also someone's project (--state .) never has its
+// files hidden from git. Failing to write it is not an error.
+func ignoreInGit(dir string, created bool) {
+	path := filepath.Join(dir, ".gitignore")
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if !created {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			if !ownNames[e.Name()] {
+				return
+			}
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return
+	}
+	_, err = f.WriteString(gitignoreBody)
+	if cerr := f.Close(); err != nil || cerr != nil {
+		_ = os.Remove(path)
+	}
 }
 
 // mkdirPrivate creates dir and its missing parents with mode 0700, whatever

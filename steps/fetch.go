@@ -72,7 +72,7 @@ func (s *Steps) fetch(ctx context.Context, req Request) error {
 	remote = remote.without(manifestName)
 	files, bytes, links := remote.counts()
 
-	if _, local, err := walkLocal(to, nil); err == nil && withLinksLeftOut(local, to).without(manifestName).same(remote) {
+	if _, local, err := walkLocal(to, nil, nil); err == nil && withLinksLeftOut(local, to).without(manifestName).same(remote) {
 		fmt.Fprintf(req.Log, "%s already holds %s of %s (%d files, %d bytes): nothing to fetch\n", to, from, inst.Name, files, bytes)
 		return nil
 	}

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 		// machine touches nothing), else placeholders.
 		want := Params{"dst": to, "want_files": "FILES", "want_bytes": "BYTES", "want_links": "LINKS", "want_digest": "DIGEST"}
 		if excludes, err := excludeMatchers(patterns); err == nil {
-			if _, t, err := walkLocal(from, excludes); err == nil {
+			if _, t, _, err := s.sendFiles(context.Background(), from, excludes); err == nil {
 				f, b, l := t.counts()
 				want["want_files"], want["want_bytes"], want["want_links"] = strconv.FormatInt(f, 10), strconv.FormatInt(b, 10), strconv.FormatInt(l, 10)
 				want["want_digest"] = t.digest()

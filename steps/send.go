@@ -9,12 +9,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/gitcli"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -73,16 +75,13 @@ func (s *Steps) send(ctx context.Context, req Request) error {
 		return err
 	}
 	inst := req.Instance
-	files, local, err := walkLocal(from, excludes)
+	files, local, repo, err := s.sendFiles(ctx, from, excludes)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return s.fail(ClassSendFailed, nil, "with.from: %s does not exist on this machine", from)
-		}
-		return s.fail(ClassSendFailed, err, "reading %s: %v", from, err)
+		return err
 	}
 	nf, nb, nl := local.counts()
 
-	fmt.Fprintf(req.Log, "sending %s (%d files, %d bytes) to %s on %s\n", from, nf, nb, to, inst.Name)
+	fmt.Fprintf(req.Log, "sending %s (%d files, %d bytes%s) to %s on %s\n", from, nf, nb, repo, to, inst.Name)
 	script := script(Params{
 		"dst":         to,
 		"want_files":  strconv.FormatInt(nf, 10),
@@ -115,6 +114,107 @@ func (s *Steps) send(ctx context.Context, req Request) error {
 	}
 	fmt.Fprintf(req.Log, "sent %d files (%d bytes) and %d symlinks to %s on %s; verified\n", nf, nb, nl, to, inst.Name)
 	return nil
+}
+
+// gitListTimeout bounds the git commands that list what a send of a work
+// tree copies.
+const gitListTimeout = 2 * time.Minute
+
+// sendFiles lists what a send copies of from on this machine. When from
+// is a directory in a git work tree (and not one the repository ignores),
+// that is what git would commit: the tracked files and the untracked ones
+// no .gitignore rule ignores (gitcli.Files), and repo says so for the
+// log; otherwise every file. Never sent: .git, and taoflow's state
+// directory.
+func (s *Steps) sendFiles(ctx context.Context, from string, excludes []*regexp.Regexp) (files []localFile, t tree, repo string, err error) {
+	fi, err := os.Stat(from)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, "", s.fail(ClassSendFailed, nil, "with.from: %s does not exist on this machine", from)
+	}
+	if err != nil {
+		return nil, nil, "", s.fail(ClassSendFailed, err, "reading %s: %v", from, err)
+	}
+	var skip []string
+	if rel, ok := within(from, s.cfg.StateDir); ok {
+		skip = append(skip, rel)
+	}
+	var listed []string
+	if fi.IsDir() {
+		gctx, cancel := context.WithTimeoutCause(ctx, gitListTimeout, fmt.Errorf("git did not answer within %s (killed)", gitListTimeout))
+		var inRepo bool
+		listed, inRepo, err = gitcli.Files(gctx, from)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, "", context.Cause(ctx)
+			}
+			return nil, nil, "", s.fail(ClassSendFailed, err, "%s is in a git work tree, but listing its files failed: %v (send copies what git would commit: the tracked files and the untracked ones .gitignore leaves)", from, err)
+		}
+		if inRepo {
+			repo = "; git work tree: tracked and not-ignored files"
+			if listed == nil {
+				listed = []string{}
+			}
+		}
+	}
+	files, t, err = walkLocal(from, excludes, newSelection(listed, skip...))
+	if err != nil {
+		return nil, nil, "", s.fail(ClassSendFailed, err, "reading %s: %v", from, err)
+	}
+	return files, t, repo, nil
+}
+
+// within returns dir relative to root (slash-separated) when dir lies
+// strictly inside root, both resolved to real paths.
+func within(root, dir string) (string, bool) {
+	if dir == "" {
+		return "", false
+	}
+	real := func(p string) string {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		return p
+	}
+	rel, err := filepath.Rel(real(root), real(dir))
+	if err != nil || rel == "." || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// SendSize is what a send step copies, as `taoflow plan` shows it.
+type SendSize struct {
+	From  string `json:"from"` // with.from, resolved on this machine
+	Files int64  `json:"files"`
+	Bytes int64  `json:"bytes"`
+	Links int64  `json:"links"`
+	// Repo: from is in a git work tree, so only what git would commit
+	// (tracked, and untracked not ignored) is sent.
+	Repo bool `json:"git_work_tree"`
+}
+
+// SendSize lists what the send node of req would copy, on this machine
+// only (git to list a work tree's files; nothing the plan names runs).
+func (s *Steps) SendSize(ctx context.Context, req Request) (SendSize, error) {
+	from, _, patterns, err := s.sendParams(req)
+	if err != nil {
+		return SendSize{}, err
+	}
+	excludes, err := excludeMatchers(patterns)
+	if err != nil {
+		return SendSize{}, err
+	}
+	_, t, repo, err := s.sendFiles(ctx, from, excludes)
+	if err != nil {
+		return SendSize{}, err
+	}
+	size := SendSize{From: from, Repo: repo != ""}
+	size.Files, size.Bytes, size.Links = t.counts()
+	return size, nil
 }
 
 // diskFull says "(the X disk is full)" when a tool's stderr says so.

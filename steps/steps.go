@@ -58,7 +58,7 @@ type Config struct {
 	// destinations of upload-s3 resolve against it.
 	BaseDir string
 	// StateDir is taoflow's state directory, which no fetch may replace
-	// (plan.CheckFetchTo); empty is not checked.
+	// (plan.CheckFetchTo) and a send never copies; empty is not checked.
 	StateDir string
 	// PollInterval is wait's default when with.interval is absent
 	// (DefaultPollInterval when zero).

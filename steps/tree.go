@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -166,12 +167,70 @@ type localFile struct {
 	Link string // a symlink's target
 }
 
+// selection narrows what walkLocal lists under its root: paths (slash-
+// separated, relative to the root) and directories that are never listed,
+// and, when files is not nil, the only files that are (a git work tree's,
+// gitcli.Files).
+type selection struct {
+	// skip are directories left out with all under them (taoflow's state
+	// directory).
+	skip map[string]bool
+	// files, when not nil, are the only paths listed, with dirs, their
+	// parent directories. A directory in files (a submodule) is listed
+	// with all under it.
+	files, dirs map[string]bool
+}
+
+// newSelection makes the selection of files (nil: every file) less skip.
+func newSelection(files []string, skip ...string) *selection {
+	sel := &selection{skip: map[string]bool{}}
+	for _, p := range skip {
+		sel.skip[p] = true
+	}
+	if files == nil {
+		return sel
+	}
+	sel.files, sel.dirs = make(map[string]bool, len(files)), map[string]bool{}
+	for _, f := range files {
+		// A nested repository git does not track is listed as "dir/":
+		// one entry, as a submodule is.
+		f = strings.TrimSuffix(f, "/")
+		sel.files[f] = true
+		for d := path.Dir(f); d != "." && !sel.dirs[d]; d = path.Dir(d) {
+			sel.dirs[d] = true
+		}
+	}
+	return sel
+}
+
+// keeps reports whether the entry rel (a directory when dir) is listed:
+// with a nil sel, everything; otherwise never an entry named .git (a
+// repository's own database, or a submodule's pointer to it).
+func (sel *selection) keeps(rel string, dir bool) bool {
+	if sel == nil {
+		return true
+	}
+	if path.Base(rel) == ".git" || sel.skip[rel] {
+		return false
+	}
+	if sel.files == nil || sel.files[rel] || (dir && sel.dirs[rel]) {
+		return true
+	}
+	// Under a submodule, which git lists as one entry.
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		if sel.files[d] {
+			return true
+		}
+	}
+	return false
+}
+
 // walkLocal lists the tree at root on this machine (root itself followed
 // if it is a symlink; nothing under it is), in walk order, leaving out
-// what an exclude pattern matches (a directory with all under it) and
-// what is neither a file, a directory nor a symlink. It returns the
-// listing too.
-func walkLocal(root string, excludes []*regexp.Regexp) ([]localFile, tree, error) {
+// what an exclude pattern matches (a directory with all under it), what
+// sel leaves out, any .git, and what is neither a file, a directory nor a
+// symlink. It returns the listing too.
+func walkLocal(root string, excludes []*regexp.Regexp, sel *selection) ([]localFile, tree, error) {
 	root = filepath.Clean(root)
 	fi, err := os.Stat(root)
 	if err != nil {
@@ -214,7 +273,7 @@ func walkLocal(root string, excludes []*regexp.Regexp) ([]localFile, tree, error
 			return nil
 		}
 		rel := filepath.ToSlash(p[len(root)+1:])
-		if slices.ContainsFunc(excludes, func(re *regexp.Regexp) bool { return re.MatchString(rel) }) {
+		if !sel.keeps(rel, d.IsDir()) || slices.ContainsFunc(excludes, func(re *regexp.Regexp) bool { return re.MatchString(rel) }) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +19,7 @@ import (
 	"github.com/taoflow/taoflow/steps"
 )
 
-func newPlanCmd(sio stdio) *cobra.Command {
+func newPlanCmd(sio stdio, gf *globals) *cobra.Command {
 	var vf varFlags
 	var asJSON, commands, noCommands bool
 	var brevBinary string
@@ -29,7 +30,10 @@ func newPlanCmd(sio stdio) *cobra.Command {
 and previews what apply would do: the instances it creates (name, type
 chain, slots), uses, and deletes at teardown; each step with its nodes,
 timeout and retries; the secrets it needs and whether each is set in this
-environment; the warnings; and a last line such as
+environment; what each send copies from this machine ("sends 6 files,
+1.2 MB from DIR", counted here: in a git work tree, the tracked files and
+the untracked ones .gitignore leaves; never .git or the state directory);
+the warnings; and a last line such as
 
   Plan: 3 instances to create, 0 to use, 24 nodes; deleted at teardown: 3
 
@@ -89,7 +93,7 @@ count it; budget: {unpriced: allow} lets it run, uncounted, and plan says so).`,
 			if commands && !noCommands {
 				pv = newPreviewer(g)
 			}
-			sum := newPreview(g, diags, os.LookupEnv, sel)
+			sum := newPreview(g, diags, os.LookupEnv, sel, sendSizer(cmd.Context(), g, gf.stateDir))
 			if asJSON {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", "  ")
@@ -198,6 +202,18 @@ func printNodes(w io.Writer, g *engine.Graph, pv *previewer) error {
 		}
 	}
 	return nil
+}
+
+// sendSizer returns what counts the files a send node copies from this
+// machine, as send would list them (steps.SendSize: a walk of the
+// directory and git's own listing of a work tree; nothing the plan names
+// runs).
+func sendSizer(ctx context.Context, g *engine.Graph, stateDir string) func(*engine.Node) (steps.SendSize, error) {
+	cwd, _ := os.Getwd()
+	st := steps.New(steps.Config{Plan: g.Plan, RunID: "RUN", BaseDir: cwd, Owner: "HOST:PID", StateDir: stateDir})
+	return func(n *engine.Node) (steps.SendSize, error) {
+		return st.SendSize(ctx, runner.PreviewRequest(g, "RUN", n))
+	}
 }
 
 // previewer renders the remote commands of a plan's nodes.

@@ -10,6 +10,7 @@ import (
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/steps"
 )
 
 // preview is what plan shows by default: what apply would create, use and
@@ -95,6 +96,51 @@ type previewStep struct {
 	// JobTimeout is a wait step's with.timeout: the job is canceled after it.
 	JobTimeout string `json:"job_timeout,omitempty"`
 	Retries    int    `json:"retries"`
+	// Sends are what each node of a send step copies from this machine.
+	Sends []previewSend `json:"sends,omitempty"`
+}
+
+// previewSend is what one send node copies, counted on this machine.
+type previewSend struct {
+	Node string `json:"node"`
+	steps.SendSize
+	// Error says why it could not be counted (a from that does not exist
+	// yet); the counts are then zero.
+	Error string `json:"error,omitempty"`
+}
+
+// line is the send as the preview prints it: "sends 6 files, 1.2 MB from
+// DIR".
+func (s previewSend) line() string {
+	if s.Error != "" {
+		return "sends ?: " + s.Error
+	}
+	out := fmt.Sprintf("sends %d file%s, %s", s.Files, plural(int(s.Files)), formatSize(s.Bytes))
+	if s.Links > 0 {
+		out += fmt.Sprintf(", %d symlink%s", s.Links, plural(int(s.Links)))
+	}
+	out += " from " + s.From
+	if s.Repo {
+		out += " (git work tree: tracked and not-ignored files)"
+	}
+	return out
+}
+
+// formatSize is n bytes in decimal units: "512 B", "1.2 kB", "3.4 MB",
+// "5.0 GB".
+func formatSize(n int64) string {
+	const k = 1000
+	if n < k {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n)/k, "kB"
+	for _, u := range []string{"MB", "GB", "TB"} {
+		if v < k {
+			break
+		}
+		v, unit = v/k, u
+	}
+	return fmt.Sprintf("%.1f %s", v, unit)
 }
 
 type previewSecret struct {
@@ -109,7 +155,8 @@ type previewSummary struct {
 	DeletedAtTeardown int `json:"deleted_at_teardown"`
 }
 
-func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) (string, bool), sel *runner.Selection) *preview {
+// sendSize, when not nil, counts what a send node copies.
+func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) (string, bool), sel *runner.Selection, sendSize func(*engine.Node) (steps.SendSize, error)) *preview {
 	p := g.Plan
 	pv := &preview{Instances: []previewInstance{}, Steps: []previewStep{}, Secrets: []previewSecret{}, Warnings: []diagnosticJSON{}, nodes: map[string][]string{}}
 	for _, in := range p.Instances {
@@ -143,6 +190,7 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 		pv.Instances = append(pv.Instances, pi)
 	}
 	count := map[string]int{}
+	sends := map[string][]previewSend{}
 	for _, n := range g.Nodes {
 		count[n.Step.ID]++
 		where := "on " + n.Instance
@@ -152,10 +200,20 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 				where = "where " + n.Root + " ran"
 			}
 		}
-		pv.nodes[n.Step.ID] = append(pv.nodes[n.Step.ID], n.ID+"\t"+where)
+		line := n.ID + "\t" + where
+		if n.Step.Uses == plan.KindSend && sendSize != nil {
+			ps := previewSend{Node: n.ID}
+			var err error
+			if ps.SendSize, err = sendSize(n); err != nil {
+				ps.Error = err.Error()
+			}
+			sends[n.Step.ID] = append(sends[n.Step.ID], ps)
+			line += "\t" + ps.line()
+		}
+		pv.nodes[n.Step.ID] = append(pv.nodes[n.Step.ID], line)
 	}
 	for _, s := range p.AllSteps() {
-		ps := previewStep{ID: s.ID, Uses: s.Uses, Finally: s.Finally, Nodes: count[s.ID], Retries: s.Retries}
+		ps := previewStep{ID: s.ID, Uses: s.Uses, Finally: s.Finally, Nodes: count[s.ID], Retries: s.Retries, Sends: sends[s.ID]}
 		if s.Timeout > 0 {
 			ps.Timeout = s.Timeout.String()
 		}

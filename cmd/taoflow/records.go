@@ -100,7 +100,7 @@ func showRecord(w io.Writer, rec state.RunRecord, nodes []state.Node, resources 
 					line += " on " + g.Branch
 				}
 				if g.Dirty {
-					line += fmt.Sprintf(", dirty (%d changed", len(g.Changed))
+					line += fmt.Sprintf(", dirty (%d changed", g.Changes())
 					if g.DiffHash != "" {
 						line += fmt.Sprintf(", diff sha256 %.12s", g.DiffHash)
 					}

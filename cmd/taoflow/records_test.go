@@ -65,6 +65,10 @@ var (
 	trainerErr  error
 )
 
+// manyUntracked is how many untracked files busy-repo.txtar makes in its
+// repository ($MANY_UNTRACKED): the issue-21 repository held thousands.
+const manyUntracked = 3000
+
 // TestRecordsScripts runs the scripts of testdata/records: provenance,
 // names and tags, the results table (jobs run the fake TAO trainer, which
 // writes status.json as TAO does) and notifiers. $TRAINER is the trainer.
@@ -85,6 +89,7 @@ func TestRecordsScripts(t *testing.T) {
 				}
 			})
 			env.Setenv("TRAINER", trainerPath)
+			env.Setenv("MANY_UNTRACKED", strconv.Itoa(manyUntracked))
 			return trainerErr
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -130,7 +130,7 @@ stopped in that time (a hung instance).`,
 	})
 	root.AddCommand(
 		newValidateCmd(io),
-		newPlanCmd(io),
+		newPlanCmd(io, g),
 		newApplyCmd(io, g),
 		newStatusCmd(io, g),
 		newResultsCmd(io, g),
