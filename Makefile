@@ -13,7 +13,7 @@ FUZZ_REDACT ?= 30000x
 FUZZ_BREV ?= 30000x
 PKGS      := ./...
 
-.PHONY: all build test race fuzz bench bench-deps lint check tools deps tidy fmt examples clean
+.PHONY: all build install test race fuzz bench bench-deps lint check tools deps tidy fmt examples clean
 
 # What the tests run for real: an OpenSSH server, a Docker registry with
 # htpasswd auth, the AWS CLI and an S3 gateway (versitygw). The Docker Engine
@@ -29,6 +29,18 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/taoflow ./cmd/taoflow
+
+## install: build and install taoflow into BINDIR: $(PREFIX)/bin when PREFIX
+## is given (make install PREFIX=/usr/local), else $(go env GOPATH)/bin
+PREFIX    ?=
+BINDIR    ?= $(if $(PREFIX),$(PREFIX)/bin,$(shell $(GO) env GOPATH)/bin)
+install: build
+	install -d "$(DESTDIR)$(BINDIR)"
+	install -m 0755 $(BIN)/taoflow "$(DESTDIR)$(BINDIR)/taoflow"
+	@echo "installed $(DESTDIR)$(BINDIR)/taoflow"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; \
+	*) echo "$(BINDIR) is not on your PATH: add it, e.g. in ~/.bashrc or ~/.profile:"; \
+	   echo "  export PATH=\"$(BINDIR):\$$PATH\"";; esac
 
 ## test: every test, with the race detector (what README calls the test command)
 test: deps
@@ -56,8 +68,11 @@ fuzz:
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZ_BREV)
 
 ## bench: benchmarks that print figures (no test asserts on speed); see docs/benchmarks.md
+# BENCH_SIZE=medium runs the real-size benchmarks (cmd/taoflow size_test.go)
+# at a tenth of issue 21's sizes, for a busy or small machine.
+BENCH_SIZE ?= full
 bench: deps bench-deps
-	$(GO) test -run '^$$' -bench . -benchmem ./plan ./engine ./internal/dag ./internal/provenance ./secret ./state ./platform/... ./steps ./cmd/taoflow
+	TAOFLOW_BENCH_SIZE=$(BENCH_SIZE) $(GO) test -run '^$$' -timeout 60m -bench . -benchmem ./plan ./engine ./internal/dag ./internal/provenance ./secret ./state ./platform/... ./steps ./cmd/taoflow
 
 ## bench-deps: install the benchmarks' peers and tools (Debian packages, go-task)
 bench-deps:

@@ -72,6 +72,29 @@ var stepKinds = sync.OnceValue(func() []string {
 	return doc.Defs.Step.Properties.Uses.Enum
 })
 
+// StepSummary returns the one-line summary (x-summary) of the step kind
+// kind, as `taoflow --help` lists it, or "" for a kind the schema does not
+// know.
+func StepSummary(kind string) string {
+	return stepSummaries()[kind]
+}
+
+var stepSummaries = sync.OnceValue(func() map[string]string {
+	var doc struct {
+		Defs map[string]struct {
+			Summary string `json:"x-summary"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(JSON, &doc); err != nil {
+		panic("schema: embedded taoflow.schema.json is not JSON: " + err.Error())
+	}
+	out := map[string]string{}
+	for _, k := range stepKinds() {
+		out[k] = doc.Defs["with-"+k].Summary
+	}
+	return out
+})
+
 var (
 	defsMu  sync.Mutex
 	defsMap = map[string]*jsonschema.Schema{}

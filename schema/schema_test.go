@@ -855,3 +855,21 @@ func TestEveryKindTested(t *testing.T) {
 		}
 	}
 }
+
+// TestStepSummaries: every step kind has a one-line summary (x-summary of
+// its with-KIND definition), which `taoflow --help` lists; a new kind
+// without one fails here, not silently in the help.
+func TestStepSummaries(t *testing.T) {
+	for _, k := range StepKinds() {
+		s := StepSummary(k)
+		switch {
+		case s == "":
+			t.Errorf("%s: no x-summary in $defs/with-%s", k, k)
+		case len(s) > 72 || strings.ContainsAny(s, "\n`"):
+			t.Errorf("%s: summary %q: want one plain line of at most 72 characters", k, s)
+		}
+	}
+	if s := StepSummary("no-such-kind"); s != "" {
+		t.Errorf("StepSummary(unknown) = %q, want empty", s)
+	}
+}

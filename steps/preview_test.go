@@ -55,7 +55,7 @@ func TestPreviewIsWhatRuns(t *testing.T) {
 			With: with("command", `mkdir -p ~/out && echo "${#TOKEN}" > ~/out/n`, "env", []string{"TOKEN"})},
 		{NodeID: "wait@a", Step: &plan.Step{ID: "wait", Uses: plan.KindWait}, With: with("interval", "10ms"),
 			Jobs: []Job{{ID: job, Results: "~/out"}}},
-		{NodeID: "up@a", Step: &plan.Step{ID: "up", Uses: plan.KindUploadS3}, With: with("from", "~/out", "to", "file://copied")},
+		{NodeID: "up@a", Step: &plan.Step{ID: "up", Uses: plan.KindUploadS3}, With: with("from", "~/out", "to", "file://"+s.cfg.BaseDir+"/copied")},
 		{NodeID: "send@a", Step: &plan.Step{ID: "send", Uses: plan.KindSend}, With: with("from", "specs", "to", "~/specs")},
 		{NodeID: "stage@a", Step: &plan.Step{ID: "stage", Uses: plan.KindDownloadS3}, With: with("from", "file://"+shared, "to", "~/data")},
 	}

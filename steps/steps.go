@@ -54,8 +54,9 @@ type Config struct {
 	// Secrets holds the resolved secret values by name; nil is none.
 	Secrets *secret.Set
 	RunID   string
-	// BaseDir is taoflow's working directory: relative file://
-	// destinations of upload-s3 resolve against it.
+	// BaseDir is taoflow's working directory: the relative paths of a
+	// send or fetch resolve against it when there is no plan file (with
+	// one, against the plan's directory).
 	BaseDir string
 	// StateDir is taoflow's state directory, which no fetch may replace
 	// (plan.CheckFetchTo) and a send never copies; empty is not checked.

@@ -94,18 +94,17 @@ type ManifestCell struct {
 	Values map[string]string `json:"values"`
 }
 
-// fileTarget is the directory a file:// destination names, a relative one
-// resolved against Config.BaseDir.
+// fileTarget is the directory a file:// destination names: an absolute
+// path (file:///srv/out). A relative one (file://out, whose "out" a URL
+// reader takes for a host) is refused with the forms that work, as
+// validate refuses it; it is checked here too for a value only apply knows.
 func (s *Steps) fileTarget(to string) (string, error) {
 	dest := strings.TrimPrefix(to, "file://")
 	if dest == "" {
 		return "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q names no path", to)}
 	}
 	if !filepath.IsAbs(dest) {
-		if s.cfg.BaseDir == "" {
-			return "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q is relative, and there is no working directory to resolve it against", to)}
-		}
-		dest = filepath.Join(s.cfg.BaseDir, dest)
+		return "", &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q: a file:// URL takes an absolute path: file:///srv/out, or file://${{ plan.dir }}/out beside a local plan", to)}
 	}
 	return filepath.Clean(dest), nil
 }

@@ -45,7 +45,7 @@ func TestUploadFileSymlinks(t *testing.T) {
 		}
 	}
 
-	log, err := e.upload(with("from", "~/results", "to", "file://out"), nil)
+	log, err := e.upload(with("from", "~/results", "to", "file://"+dest), nil)
 	if err != nil {
 		t.Fatalf("upload: %v\n%s", err, log)
 	}
@@ -87,11 +87,11 @@ func TestPathsConfinedAtRunTime(t *testing.T) {
 	base := t.TempDir()
 	e := newEnv(t, func(c *Config) { c.BaseDir = base })
 	writeTree(t, filepath.Join(e.inst.Ref, "results"), map[string]string{"model.pth": "weights"})
-	raw := with("from", "~/results", "to", "file://out/${{ matrix.d }}")
+	raw := with("from", "~/results", "to", "file://"+base+"/out/${{ matrix.d }}")
 	log := &logBuf{}
 	err := e.steps.Do(t.Context(), Request{
 		NodeID: "upload[d=x]", Step: &plan.Step{ID: "upload", Uses: plan.KindUploadS3, With: raw},
-		Instance: e.inst, With: with("from", "~/results", "to", "file://out/../../escaped"), Log: log,
+		Instance: e.inst, With: with("from", "~/results", "to", "file://"+base+"/out/../../escaped"), Log: log,
 	})
 	if se := stepError(t, err); se.Class != ClassInvalidConfig || !strings.Contains(se.Msg, `must not climb out`) {
 		t.Errorf("upload error = %v, want %s", err, ClassInvalidConfig)

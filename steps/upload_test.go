@@ -42,7 +42,7 @@ func (e *env) upload(w *plan.Value, cell *Cell) (*logBuf, error) {
 
 func TestUploadFile(t *testing.T) {
 	base := t.TempDir()
-	p := &plan.Plan{Name: "sweep", Hash: "abc123", Vars: []plan.Var{{Name: "bucket", Value: "file://out"}, {Name: "epochs", Value: "10"}}}
+	p := &plan.Plan{Name: "sweep", Hash: "abc123", Vars: []plan.Var{{Name: "bucket", Value: "file:///srv/out"}, {Name: "epochs", Value: "10"}}}
 	e := newEnv(t, func(c *Config) { c.BaseDir = base; c.Plan = p; c.RunID = "r1" })
 	results := map[string]string{
 		"train/status.json":       `{"epoch": 1}` + "\n",
@@ -52,7 +52,7 @@ func TestUploadFile(t *testing.T) {
 	}
 	writeTree(t, filepath.Join(e.inst.Ref, "results", "lr-0.1"), results)
 	cell := &Cell{ID: "lr-0.1", Index: 0, Values: []KV{{Key: "lr", Value: "0.1"}}}
-	log, err := e.upload(with("from", "~/results/lr-0.1", "to", "file://out/r1/lr-0.1"), cell)
+	log, err := e.upload(with("from", "~/results/lr-0.1", "to", "file://"+base+"/out/r1/lr-0.1"), cell)
 	if err != nil {
 		t.Fatalf("upload: %v\n%s", err, log)
 	}
@@ -79,10 +79,10 @@ func TestUploadFile(t *testing.T) {
 	}
 	want := Manifest{
 		RunID: "r1", Plan: "sweep", PlanHash: "abc123",
-		Vars: map[string]string{"bucket": "file://out", "epochs": "10"},
+		Vars: map[string]string{"bucket": "file:///srv/out", "epochs": "10"},
 		Node: "upload[lr=0.1]", Step: "upload",
 		Cell:     &ManifestCell{ID: "lr-0.1", Index: 0, Values: map[string]string{"lr": "0.1"}},
-		Instance: "a", From: "~/results/lr-0.1", To: "file://out/r1/lr-0.1",
+		Instance: "a", From: "~/results/lr-0.1", To: "file://" + base + "/out/r1/lr-0.1",
 		Files: 3, Bytes: int64(len(results["train/status.json"]) + 1000),
 		SHA256: map[string]string{},
 	}
@@ -109,7 +109,7 @@ func TestUploadFails(t *testing.T) {
 		wantMsg   string
 	}{
 		"destination holds other files": {
-			with: with("from", "~/res", "to", "file://out"),
+			with: with("from", "~/res", "to", "file://BASE/out"),
 			setup: func(t *testing.T, home, base string) {
 				writeTree(t, filepath.Join(home, "res"), map[string]string{"a": "aaaa"})
 				writeTree(t, filepath.Join(base, "out"), map[string]string{"stale.bin": "old"})
@@ -118,19 +118,19 @@ func TestUploadFails(t *testing.T) {
 			wantMsg:   "~/res holds 1 files (4 bytes) but BASE/out holds 2 files (7 bytes)",
 		},
 		"no verify": {
-			with: with("from", "~/res", "to", "file://out", "verify", false),
+			with: with("from", "~/res", "to", "file://BASE/out", "verify", false),
 			setup: func(t *testing.T, home, base string) {
 				writeTree(t, filepath.Join(home, "res"), map[string]string{"a": "aaaa"})
 				writeTree(t, filepath.Join(base, "out"), map[string]string{"stale.bin": "old"})
 			},
 		},
 		"missing source": {
-			with:      with("from", "~/nothing", "to", "file://out"),
+			with:      with("from", "~/nothing", "to", "file://BASE/out"),
 			wantClass: ClassUploadFailed,
 			wantMsg:   "~/nothing on a is not a directory (did the job write its results there?)",
 		},
 		"destination under a file": {
-			with: with("from", "~/res", "to", "file://file/out"),
+			with: with("from", "~/res", "to", "file://BASE/file/out"),
 			setup: func(t *testing.T, home, base string) {
 				writeTree(t, filepath.Join(home, "res"), map[string]string{"a": "aaaa"})
 				writeTree(t, base, map[string]string{"file": "not a directory"})
@@ -139,7 +139,12 @@ func TestUploadFails(t *testing.T) {
 		},
 		"s3 without credentials": {with: with("from", "~/res", "to", "s3://bucket/x"), wantClass: ClassInvalidConfig, wantMsg: "secret AWS_ACCESS_KEY_ID has no value: list it under secrets: and set it in taoflow's environment"},
 		"bad scheme":             {with: with("from", "~/res", "to", "gs://bucket/x"), wantClass: ClassInvalidConfig},
-		"exclude later":          {with: with("from", "~/res", "to", "file://out", "exclude", []string{"*.tmp"}), wantClass: ClassUnsupported},
+		"relative file:// URL": {
+			with:      with("from", "~/res", "to", "file://out"),
+			wantClass: ClassInvalidConfig,
+			wantMsg:   `with.to "file://out": a file:// URL takes an absolute path: file:///srv/out, or file://${{ plan.dir }}/out beside a local plan`,
+		},
+		"exclude later": {with: with("from", "~/res", "to", "file://BASE/out", "exclude", []string{"*.tmp"}), wantClass: ClassUnsupported},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -147,6 +152,9 @@ func TestUploadFails(t *testing.T) {
 			e := newEnv(t, func(c *Config) { c.BaseDir = base })
 			if tt.setup != nil {
 				tt.setup(t, e.inst.Ref, base)
+			}
+			for i, f := range tt.with.Fields {
+				tt.with.Fields[i].Value.Text = strings.ReplaceAll(f.Value.Text, "BASE", base)
 			}
 			log, err := e.upload(tt.with, nil)
 			if tt.wantClass == "" {

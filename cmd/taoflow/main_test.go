@@ -24,7 +24,9 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"taoflow": func() {
-			os.Exit(exitCode(run(context.Background(), os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}), os.Stderr))
+			code := exitCode(run(context.Background(), os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}), os.Stderr)
+			writeHWM()
+			os.Exit(code)
 		},
 	})
 }
@@ -40,6 +42,7 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("EXAMPLES", wd+"/../../examples/plans")
+			env.Setenv("SCHEMA", wd+"/../../schema/taoflow.schema.json")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

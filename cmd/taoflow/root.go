@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/schema"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -82,35 +84,9 @@ func markStarted(cmd *cobra.Command, started *bool) {
 func newRoot(io stdio) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
-		Use:   "taoflow",
-		Short: "Run YAML plans of GPU training work on remote instances",
-		Long: `taoflow runs a declarative YAML plan of GPU training work — preflight, NGC
-login, image pull, training jobs, waiting, S3 upload and deletion — over one or
-more instances (NVIDIA Brev GPU instances, SSH hosts, or this machine), with
-matrix sweeps spread over free slots, and always tears down what it created,
-even on failure, Ctrl-C or a crash.
-
-Start with:
-  taoflow validate plan.yaml     check a plan, every problem with its line
-  taoflow plan plan.yaml         see the nodes it expands to
-  taoflow apply plan.yaml        run it
-
-Exit codes: 0 success; 1 a node failed (teardown done), or the command
-could not do its work (e.g. the state could not be read); 2 usage error,
-unknown run or invalid plan (nothing started); 3 teardown incomplete
-(something may still exist and bill — the names are printed); 130
-interrupted (teardown done).
-
-Commands that print data take --json (-o json is the same); apply takes
---output json (or --json, -o json). Their schemas: docs/json.md.
-
-Environment: TAOFLOW_STATE is --state's default; TAOFLOW_RETRY_BACKOFF (a
-duration, default 1s) is the pause before a remote command whose connection
-failed before it ran is tried again, doubled before each later try;
-TAOFLOW_STOP_TIMEOUT (a duration, default 2m) bounds the stop of a run's
-jobs on an instance when it is released (apply's teardown, destroy): an
-instance that is deleted next is deleted even when its jobs could not be
-stopped in that time (a hung instance).`,
+		Use:           "taoflow",
+		Short:         "Run YAML plans of GPU training work on remote instances",
+		Long:          rootLong(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		CompletionOptions: cobra.CompletionOptions{
@@ -139,6 +115,8 @@ stopped in that time (a hung instance).`,
 		newCancelCmd(io, g),
 		newReapCmd(io, g),
 		newGraphCmd(io),
+		newSchemaCmd(io),
+		newInitCmd(io),
 		newVersionCmd(io),
 	)
 	addOutputFlags(root)
@@ -152,6 +130,56 @@ stopped in that time (a hung instance).`,
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
+}
+
+// rootLong is the root command's help. Its list of step kinds, and each
+// one's summary, come from the schema, so a new kind is listed here by
+// adding it there.
+func rootLong() string {
+	kinds := schema.StepKinds()
+	width := 0
+	for _, k := range kinds {
+		width = max(width, len(k))
+	}
+	var steps strings.Builder
+	for _, k := range kinds {
+		fmt.Fprintf(&steps, "  %-*s  %s\n", width, k, schema.StepSummary(k))
+	}
+	return `taoflow runs a declarative YAML plan of GPU training work over one or more
+instances (NVIDIA Brev GPU instances, SSH hosts, or this machine), with
+matrix sweeps spread over free slots, and always tears down what it created,
+even on failure, Ctrl-C or a crash.
+
+Start with:
+  taoflow init plan.yaml         write a commented starter plan (runs as is)
+  taoflow validate plan.yaml     check a plan, every problem with its line
+  taoflow plan plan.yaml         see what it creates, runs and deletes
+  taoflow apply plan.yaml        run it
+  taoflow schema                 every key a plan may hold (JSON Schema)
+
+The steps a plan can use (uses:), from the schema:
+` + steps.String() + `
+Relative paths in a plan (send, fetch, notify, platform.ssh_config) are from
+the plan's directory; paths on the command line (--state, --var-file,
+--download) are from the working directory. A file:// URL takes an absolute
+path (file://${{ plan.dir }}/out is beside the plan).
+
+Exit codes: 0 success; 1 a node failed (teardown done), or the command
+could not do its work (e.g. the state could not be read); 2 usage error,
+unknown run or invalid plan (nothing started); 3 teardown incomplete
+(something may still exist and bill — the names are printed); 130
+interrupted (teardown done).
+
+Commands that print data take --json (-o json is the same); apply takes
+--output json (or --json, -o json). Their schemas: docs/json.md.
+
+Environment: TAOFLOW_STATE is --state's default; TAOFLOW_RETRY_BACKOFF (a
+duration, default 1s) is the pause before a remote command whose connection
+failed before it ran is tried again, doubled before each later try;
+TAOFLOW_STOP_TIMEOUT (a duration, default 2m) bounds the stop of a run's
+jobs on an instance when it is released (apply's teardown, destroy): an
+instance that is deleted next is deleted even when its jobs could not be
+stopped in that time (a hung instance).`
 }
 
 // planFileCompletion completes plan file names.
