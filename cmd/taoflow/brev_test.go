@@ -1287,17 +1287,25 @@ func TestBrevHungInstance(t *testing.T) {
 			done <- result{code, out.String(), errOut.String()}
 		}()
 		names := map[string]string{}
+		hung := false
 		if !testrig.Within(2*time.Minute, func() bool {
 			for _, in := range f.Instances() {
 				if _, err := os.Stat(filepath.Join(in.Sandbox, "started")); err == nil && in.Status == "RUNNING" {
 					names[in.Name[strings.LastIndex(in.Name, "-")+1:]] = in.Name
 				}
 			}
+			// Hang the instance as soon as its job runs: its wait's
+			// timeout is already ticking, and under load the other
+			// instance may start seconds later (CI once found box
+			// already deleted by then).
+			if n, ok := names[hang]; ok && !hung {
+				f.Hang(n)
+				hung = true
+			}
 			return len(names) == 2
 		}) {
 			t.Fatalf("the jobs did not start: %+v", f.Instances())
 		}
-		f.Hang(names[hang])
 		if hang == "box" {
 			// Let a poll of box hang, then interrupt.
 			time.Sleep(500 * time.Millisecond)

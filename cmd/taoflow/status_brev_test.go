@@ -64,7 +64,8 @@ func shellWords(t *testing.T, line string) []string {
 // program (in a directory with a blank in its name) keeps an instance;
 // status prints the destroy command with the --brev-binary that destroy
 // asks for, quoted, and that command, run as printed, removes it (exit 0,
-// not 2). brev search failed, so the type has no price: the cost total
+// not 2). apply itself is given --brev-binary: --yes does not approve a
+// program the plan names. brev search failed, so the type has no price: the cost total
 // says it leaves one instance out, in text and JSON.
 func TestStatusAdviceAndUnpricedCost(t *testing.T) {
 	f, dir := brevEnv(t, brevtest.Options{})
@@ -81,7 +82,7 @@ func TestStatusAdviceAndUnpricedCost(t *testing.T) {
 	}
 	writePlan(t, "own.yaml", brevOwnBinary)
 	f.Inject(brevtest.Fault{Kind: "search-error"})
-	code, out, errOut := applyCLI(t, "apply", "--yes", "--output", "plain", "own.yaml")
+	code, out, errOut := applyCLI(t, "apply", "--yes", "--brev-binary", own, "--output", "plain", "own.yaml")
 	if code != exitOK {
 		t.Fatalf("apply exit %d\n%s%s", code, out, errOut)
 	}
