@@ -2,12 +2,14 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
 )
 
 // Keys of the cost facts: on an instance resource's data (and Attrs),
@@ -88,6 +90,11 @@ func Costs(ctx context.Context, store *state.Store, run string, now time.Time) (
 		switch r.State {
 		case state.ResourceDeleted, state.ResourceStopped:
 			until := r.UpdatedAt
+			if gone, ok := goneAt(nodes, r.Instance); ok && gone.Before(until) && !gone.Before(ic.BilledFrom) {
+				// A wait saw it gone or stopped before teardown
+				// recorded it so: it stopped billing then at the latest.
+				until = gone
+			}
 			ic.BilledUntil, end = &until, until
 		default:
 			out.Billing = true
@@ -109,6 +116,23 @@ func Costs(ctx context.Context, store *state.Store, run string, now time.Time) (
 		out.Instances = append(out.Instances, ic)
 	}
 	return out, nil
+}
+
+// goneAt is when a wait of the run first saw instance gone or stopped
+// (steps.RecordGoneAt), and false when none did.
+func goneAt(nodes []state.Node, instance string) (time.Time, bool) {
+	var first time.Time
+	for _, n := range nodes {
+		var gone map[string]string
+		if json.Unmarshal([]byte(n.Facts[steps.RecordGoneAt]), &gone) != nil {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, gone[instance])
+		if err == nil && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first, !first.IsZero()
 }
 
 // busy is how long, within [from, to], a job of the run ran on instance:

@@ -158,6 +158,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 				// polls would take minutes (and bill).
 				asked = true
 				if where := s.whereIs(ctx, *lost, interval); where != nil {
+					recordGone(req, lost.Name, time.Now())
 					return s.fail(ClassNotReachable, where, "lost contact with the jobs: %v", where)
 				}
 			}
@@ -239,6 +240,22 @@ func (s *Steps) whereIs(ctx context.Context, inst platform.Instance, interval ti
 		return err
 	}
 	return nil
+}
+
+// recordGone records that the platform said instance was gone or
+// stopped at t (RecordGoneAt), so that its billing figure ends there.
+func recordGone(req Request, instance string, t time.Time) {
+	if req.Record == nil {
+		return
+	}
+	gone := map[string]string{}
+	_ = json.Unmarshal([]byte(req.Facts[RecordGoneAt]), &gone)
+	if _, ok := gone[instance]; ok {
+		return
+	}
+	gone[instance] = t.UTC().Format(time.RFC3339Nano)
+	b, _ := json.Marshal(gone)
+	req.Record(RecordGoneAt, string(b))
 }
 
 // firstRunning is the first job that has not ended, nil when all have.

@@ -200,6 +200,10 @@ const (
 	// RecordLogOffsets is, for a wait, a JSON object of job id → the bytes
 	// of that job's log already written to the node log.
 	RecordLogOffsets = "log_offsets"
+	// RecordGoneAt is, for a wait, a JSON object of instance name → when
+	// the platform first said that instance was gone or stopped (RFC
+	// 3339): its billing figure ends there (runner.Costs).
+	RecordGoneAt = "gone_at"
 )
 
 // Error is a step failure with a class the user can act on.

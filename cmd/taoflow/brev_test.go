@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
+	"github.com/taoflow/taoflow/steps"
 )
 
 // brevEnv starts a fake brev whose instances are reached through a real
@@ -1412,4 +1414,44 @@ func TestBrevVanishedWaitFailsAtOnce(t *testing.T) {
 		t.Errorf("a wait polled a vanished instance more than twice:\n%s", out)
 	}
 	f.CheckNoneAlive(t)
+
+	// The billing figure of each ends when its wait first saw it gone
+	// or stopped, not when teardown recorded it deleted later.
+	store, err := state.OpenReadOnly(".taoflow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	latest, err := store.LatestRun(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := store.Nodes(t.Context(), latest.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, n := range nodes {
+		var gone map[string]string
+		if json.Unmarshal([]byte(n.Facts[steps.RecordGoneAt]), &gone) == nil {
+			maps.Copy(seen, gone)
+		}
+	}
+	cost, err := runner.Costs(t.Context(), store, latest.ID, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ic := range cost.Instances {
+		at, err := time.Parse(time.RFC3339Nano, seen[ic.Instance])
+		if err != nil {
+			t.Errorf("no wait recorded when instance %s was seen gone: %v (facts %v)", ic.Instance, err, seen)
+			continue
+		}
+		if ic.BilledUntil == nil || !ic.BilledUntil.Equal(at) {
+			t.Errorf("instance %s billed until %v, want %v (when its wait saw it gone)", ic.Instance, ic.BilledUntil, at)
+		}
+	}
+	if len(cost.Instances) != 2 {
+		t.Errorf("cost lists %d instances, want 2", len(cost.Instances))
+	}
 }
