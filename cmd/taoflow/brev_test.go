@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -1276,7 +1277,7 @@ func TestBrevHungInstance(t *testing.T) {
 	f, _ := brevEnv(t, brevtest.Options{})
 	t.Setenv("TAOFLOW_STOP_TIMEOUT", "1s")
 	writePlan(t, "hung.yaml", brevHung)
-	apply := func(ctx context.Context, hang string, extra ...string) (int, string, string, map[string]string) {
+	apply := func(ctx context.Context, hang string, onHung func(), extra ...string) (int, string, string, map[string]string) {
 		type result struct {
 			code        int
 			out, errOut string
@@ -1317,13 +1318,16 @@ func TestBrevHungInstance(t *testing.T) {
 				}
 			}
 		}
+		if onHung != nil {
+			onHung()
+		}
 		r := <-done
 		return r.code, r.out, r.errOut, names
 	}
 
 	// 1. The wait's timeout fires although a poll of box never answers;
 	// box is deleted all the same, and the kept gpu is left.
-	code, out, errOut, names := apply(t.Context(), "box", "--var", "timeout=3s")
+	code, out, errOut, names := apply(t.Context(), "box", nil, "--var", "timeout=3s")
 	if code != exitFailed {
 		t.Fatalf("apply exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -1340,9 +1344,41 @@ func TestBrevHungInstance(t *testing.T) {
 		t.Errorf("the hung instance is %s after the run", st)
 	}
 
-	// 2. Destroy removes the kept instance, hung now too.
+	// 2. Ctrl-C (the apply's context cancelled, as its SIGINT handler
+	// does) while a poll of box hangs and the wait's timeout is an hour
+	// away: the teardown's job stop is bounded by TAOFLOW_STOP_TIMEOUT and
+	// box is deleted, far below --finally-timeout (10m); the kept gpu is
+	// left.
+	keptFirst := names["gpu"]
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	began := time.Now()
+	code, out, errOut, names2 := apply(ctx, "box", func() {
+		time.Sleep(time.Second) // a poll of box is hanging by now
+		cancel(errors.New("interrupted by SIGINT (Ctrl-C)"))
+	}, "--var", "timeout=1h")
+	took := time.Since(began)
+	if code == exitOK {
+		t.Fatalf("interrupted apply exit 0\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+	if !strings.Contains(out, "instance box: deleted") {
+		t.Errorf("Ctrl-C did not delete the hung box (after %s):\nstdout:\n%s\nstderr:\n%s", took, out, errOut)
+	}
+	if st := f.Status(names2["box"]); st != "DELETING" && st != "" {
+		t.Errorf("the hung instance is %s after Ctrl-C", st)
+	}
+	if took > 5*time.Minute {
+		t.Errorf("Ctrl-C's teardown took %s, not bounded by TAOFLOW_STOP_TIMEOUT", took)
+	}
+	code, out, errOut = applyCLI(t, "destroy", names2["gpu"][len("tf-"):strings.LastIndex(names2["gpu"], "-")], "--yes")
+	if code != exitOK {
+		t.Errorf("destroy of the second run's kept gpu: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	names["gpu"] = keptFirst
+
+	// 3. Destroy removes the first run's kept instance, hung now too.
 	f.Hang(names["gpu"])
-	code, out, errOut = applyCLI(t, "destroy", "latest", "--yes")
+	code, out, errOut = applyCLI(t, "destroy", names["gpu"][len("tf-"):strings.LastIndex(names["gpu"], "-")], "--yes")
 	if code != exitOK || !strings.Contains(out, "could not stop the jobs (timed out after 1s); deleting it") || !strings.Contains(out, "instance gpu: removed") {
 		t.Errorf("destroy exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
