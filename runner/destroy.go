@@ -99,14 +99,14 @@ func (d Destroyer) confirmedData(recorded map[string]string) (map[string]string,
 		data[dataBinary] = "" // brev on the user's PATH
 	default:
 		return nil, fmt.Errorf("the state names the brev program %q; taoflow does not run a program that only the state names "+
-			"(whoever wrote the state chose it). If it is yours, confirm it: --brev-binary %s", bin, bin)
+			"(whoever wrote the state chose it). If it is yours, confirm it: --brev-binary %s", bin, shellquote.Quote(bin))
 	}
 	switch cfg := data[dataSSHConfig]; {
 	case d.Confirmed.SSHConfig != "":
 		data[dataSSHConfig] = d.Confirmed.SSHConfig
 	case cfg != "":
 		return nil, fmt.Errorf("the state names the ssh config %q; taoflow does not use an ssh config that only the state names "+
-			"(it can run commands: ProxyCommand). If it is yours, confirm it: --ssh-config %s", cfg, cfg)
+			"(it can run commands: ProxyCommand). If it is yours, confirm it: --ssh-config %s", cfg, shellquote.Quote(cfg))
 	}
 	return data, nil
 }

@@ -136,11 +136,11 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 		}
 	}
 	var left *multierror.Error
-	var again []string // the runs to destroy again
+	var again []work // the runs to destroy again
 	for _, w := range todo {
 		if err := d.Destroy(ctx, w.run, w.alive); err != nil {
 			left = multierror.Append(left, err) // flattens the run's list into one
-			again = append(again, w.run.ID)
+			again = append(again, w)
 		}
 	}
 	if left == nil {
@@ -151,8 +151,10 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 	for _, err := range left.Errors {
 		fmt.Fprintf(w, "taoflow:   %v\n", err)
 	}
-	for _, id := range again {
-		fmt.Fprintf(w, "taoflow: remove what is left of run %s with: taoflow destroy %s --yes\n", id, id)
+	for _, a := range again {
+		// With the flags that confirm the run's brev program and ssh
+		// config, as status's advice has them.
+		fmt.Fprintf(w, "taoflow: remove what is left of run %s with: %s\n", a.run.ID, runner.DestroyCommand(a.run.ID, a.alive))
 	}
 	return silent(exitTeardown)
 }
