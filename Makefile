@@ -11,6 +11,8 @@ FUZZ_QUOTE ?= 4000x
 FUZZ_PLACEMENT ?= 100000x
 FUZZ_REDACT ?= 30000x
 FUZZ_BREV ?= 30000x
+FUZZ_LINT ?= 30000x
+FUZZ_JSONVIEW ?= 3000x
 PKGS      := ./...
 
 .PHONY: all build install test race fuzz bench bench-deps lint check tools deps tidy fmt examples clean
@@ -66,6 +68,12 @@ fuzz:
 	$(GO) test ./secret -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZ_REDACT)
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseExecOutput$$' -fuzztime $(FUZZ_BREV)
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZ_BREV)
+	$(GO) test ./secret -run '^$$' -fuzz '^FuzzLint$$' -fuzztime $(FUZZ_LINT)
+	$(GO) test ./plan -run '^$$' -fuzz '^FuzzJSONView$$' -fuzztime $(FUZZ_JSONVIEW)
+	@# Every fuzz target of the tree is run above: a new one must be added.
+	@missing=""; for f in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/^func //' | sort -u); do \
+		grep -q -- "-fuzz '^$$f\$$\$$'" Makefile || missing="$$missing $$f"; done; \
+	if [ -n "$$missing" ]; then echo "make fuzz does not run:$$missing (add a line to the fuzz target)"; exit 1; fi
 
 ## bench: benchmarks that print figures (no test asserts on speed); see docs/benchmarks.md
 # BENCH_SIZE=medium runs the real-size benchmarks (cmd/taoflow size_test.go)
