@@ -5,6 +5,7 @@ GOLANGCI_VERSION := v2.15.0
 GOLANGCI  := $(shell $(GO) env GOPATH)/bin/golangci-lint
 # Fuzzing budgets as input counts, not durations: a duration's deadline can
 # expire while a busy worker is being stopped, failing a run that found nothing.
+DEADCODE := golang.org/x/tools/cmd/deadcode@v0.52.0
 FUZZ_LOAD ?= 30000x
 FUZZ_TEMPLATE ?= 100000x
 FUZZ_QUOTE ?= 4000x
@@ -100,6 +101,8 @@ lint: tools deps
 	$(GOLANGCI) run $(PKGS)
 	shellcheck -s sh steps/scripts/*.sh
 	$(GO) mod tidy -diff
+	@# Dead code: a function nothing reaches (tests count as callers).
+	@out=$$($(GO) run $(DEADCODE) -test $(PKGS)); if [ -n "$$out" ]; then echo "deadcode: unreachable functions:"; echo "$$out"; exit 1; fi
 	$(MAKE) examples
 
 ## examples: every example plan validates

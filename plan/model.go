@@ -29,12 +29,6 @@ func SavesResults(kind string) bool {
 	return kind == KindUploadS3 || kind == KindFetch
 }
 
-// Streams reports whether a step of kind moves files over the transport's
-// stdin or stdout (send, fetch), which brev's transport: exec cannot carry.
-func Streams(kind string) bool {
-	return kind == KindSend || kind == KindFetch
-}
-
 // Platform kinds.
 const (
 	PlatformLocal = "local"

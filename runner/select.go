@@ -294,9 +294,6 @@ func describeOffer(o platform.Offer) string {
 	return s
 }
 
-// DescribeOffer is describeOffer for the views.
-func DescribeOffer(o platform.Offer) string { return describeOffer(o) }
-
 // Estimate is what a plan's run may cost, from the list prices of its
 // candidate types. Every figure is an estimate in US dollars.
 type Estimate struct {

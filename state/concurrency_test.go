@@ -74,7 +74,7 @@ func TestWriterAndReader(t *testing.T) {
 				}
 				if err == nil {
 					var id int64
-					id, err = w.RecordIntent(ctx, Resource{RunID: "r1", Kind: KindProcess, Name: node})
+					id, err = w.RecordIntent(ctx, Resource{RunID: "r1", Kind: KindJob, Name: node})
 					if err == nil {
 						err = w.MarkCreated(ctx, id, map[string]string{"pid": fmt.Sprint(i)})
 					}
@@ -138,7 +138,7 @@ func TestTwoWriters(t *testing.T) {
 					return
 				}
 				// Both record the same intents: they must dedup.
-				if _, err := s.RecordIntent(ctx, Resource{RunID: "r1", Kind: KindContainer, Name: fmt.Sprint(j)}); err != nil {
+				if _, err := s.RecordIntent(ctx, Resource{RunID: "r1", Kind: KindJob, Name: fmt.Sprint(j)}); err != nil {
 					errs <- err
 					return
 				}

@@ -17,7 +17,7 @@ func TestRuns(t *testing.T) {
 		Vars: map[string]string{"epochs": "10", "lr": "0.1"}, State: RunRunning,
 		PID: 4242, Host: "laptop", StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 6, local),
 	}
-	r2 := Run{ID: "r2", Name: "other", State: RunPending}
+	r2 := Run{ID: "r2", Name: "other", State: RunSucceeded}
 	for _, r := range []Run{r1, r2} {
 		if err := s.CreateRun(ctx, r); err != nil {
 			t.Fatal(err)
@@ -230,7 +230,7 @@ func TestResources(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			id3, err := s.RecordIntent(ctx, Resource{RunID: "r1", Kind: KindProcess, Name: intent.Name})
+			id3, err := s.RecordIntent(ctx, Resource{RunID: "r1", Kind: KindJob, Name: intent.Name})
 			if err != nil {
 				t.Fatal(err)
 			}

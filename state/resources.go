@@ -9,11 +9,8 @@ import (
 
 // Resource kinds.
 const (
-	KindInstance  = "instance"
-	KindContainer = "container"
-	KindProcess   = "process"
-	KindJob       = "job"
-	KindLogin     = "login"
+	KindInstance = "instance"
+	KindJob      = "job"
 )
 
 // Resource states. Everything but ResourceDeleted may still exist.

@@ -10,7 +10,6 @@ import (
 
 // Run states. The store keeps State as a plain string and does not check it.
 const (
-	RunPending            = "pending"
 	RunRunning            = "running"
 	RunSucceeded          = "succeeded"
 	RunFailed             = "failed"

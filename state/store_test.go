@@ -218,7 +218,7 @@ func TestReadOnlyRejectsWrites(t *testing.T) {
 		"SetRunOwner": func() error { return ro.SetRunOwner(ctx, "r1", 1, "h", "") },
 		"PutNode":     func() error { return ro.PutNode(ctx, Node{RunID: "r1", ID: "n"}) },
 		"RecordIntent": func() error {
-			_, err := ro.RecordIntent(ctx, Resource{RunID: "r1", Kind: KindProcess, Name: "p"})
+			_, err := ro.RecordIntent(ctx, Resource{RunID: "r1", Kind: KindJob, Name: "p"})
 			return err
 		},
 		"MarkCreated": func() error { return ro.MarkCreated(ctx, 1, nil) },
@@ -283,7 +283,7 @@ func TestForeignKeys(t *testing.T) {
 		"PutNode":     func() error { return s.PutNode(ctx, Node{RunID: "ghost", ID: "n"}) },
 		"AppendEvent": func() error { _, err := s.AppendEvent(ctx, Event{RunID: "ghost"}); return err },
 		"RecordIntent": func() error {
-			_, err := s.RecordIntent(ctx, Resource{RunID: "ghost", Kind: KindProcess, Name: "p"})
+			_, err := s.RecordIntent(ctx, Resource{RunID: "ghost", Kind: KindJob, Name: "p"})
 			return err
 		},
 		"AppendLog": func() error { return s.AppendLog("ghost", "n", []byte("x\n")) },
