@@ -288,7 +288,7 @@ type execution struct {
 	interrupted    bool
 
 	// salvageCtx is what salvage nodes run under (salvageContext);
-	// salvageSkipped is set, from its watcher, by SkipSalvage.
+	// salvageSkipped is set by SkipSalvage, from startSalvage's watcher.
 	salvageCtx     context.Context
 	salvageCancel  context.CancelCauseFunc
 	salvageDone    chan struct{}
@@ -313,6 +313,7 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 		slotWait: map[string]*poolWait{}}
 	x.stepsCtx, x.cancelSteps = context.WithCancelCause(ctx)
 	defer x.cancelSteps(nil)
+	x.startSalvage(ctx)
 	groups := map[*Cell]*groupRun{}
 	for _, n := range g.Nodes {
 		nr := &nodeRun{n: n, state: Pending, instance: n.Instance, finally: n.Finally}

@@ -95,8 +95,8 @@ func salvageMessage(nr *nodeRun) string {
 }
 
 // wroteResults reports whether a run node before nr (through any chain of
-// needs) started on inst, or succeeded in an earlier attempt of the run: a
-// job may have written results there.
+// needs) launched a job on inst (in this attempt of the run or an earlier
+// one), which may have written results there.
 func (x *execution) wroteResults(nr *nodeRun, inst string) bool {
 	placed := func(t *Node) string { return x.byID[t.ID].instance }
 	seen := map[*nodeRun]bool{}
@@ -110,7 +110,9 @@ func (x *execution) wroteResults(nr *nodeRun, inst string) bool {
 				continue
 			}
 			seen[ur] = true
-			if ur.n.Step.Uses == plan.KindRun && (ur.started || ur.state == Succeeded) {
+			// A run node that failed launched no job (it returns once its
+			// job runs); one cancelled or timed out may have.
+			if ur.n.Step.Uses == plan.KindRun && (ur.started || ur.state == Succeeded) && ur.state != Failed {
 				return true
 			}
 			stack = append(stack, ur)
@@ -119,26 +121,39 @@ func (x *execution) wroteResults(nr *nodeRun, inst string) bool {
 	return false
 }
 
+// startSalvage sets up the context salvage nodes run under, and follows
+// Config.SkipSalvage until the run ends (endSalvage).
+func (x *execution) startSalvage(ctx context.Context) {
+	x.salvageCtx, x.salvageCancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	x.salvageDone = make(chan struct{})
+	if x.cfg.SkipSalvage == nil {
+		return
+	}
+	skip, done, cancel := x.cfg.SkipSalvage, x.salvageDone, x.salvageCancel
+	go func() {
+		select {
+		case <-skip:
+			x.salvageSkipped.Store(true)
+			cancel(errSalvageSkipped)
+		case <-done:
+		}
+	}()
+}
+
+// errSalvageSkipped is the cause of a salvage node's end by SkipSalvage.
+var errSalvageSkipped = errors.New("salvage skipped by a second interrupt")
+
+// endSalvage lets go of what startSalvage set up, once the run ends.
+func (x *execution) endSalvage() {
+	close(x.salvageDone)
+	x.salvageCancel(nil)
+}
+
 // salvageContext is the context a salvage node runs on: not ended by the
 // run's cancellation, ended by SkipSalvage, and bounded by FinallyTimeout
 // — the run-wide teardown deadline once the run was cancelled, else one
 // of its own from its start.
 func (x *execution) salvageContext() (context.Context, context.CancelFunc) {
-	if x.salvageCtx == nil {
-		x.salvageCtx, x.salvageCancel = context.WithCancelCause(context.WithoutCancel(x.stepsCtx))
-		x.salvageDone = make(chan struct{})
-		if x.cfg.SkipSalvage != nil {
-			skip, done, cancel := x.cfg.SkipSalvage, x.salvageDone, x.salvageCancel
-			go func() {
-				select {
-				case <-skip:
-					x.salvageSkipped.Store(true)
-					cancel(errors.New("salvage skipped by a second interrupt"))
-				case <-done:
-				}
-			}()
-		}
-	}
 	cause := fmt.Errorf("salvage ran past its deadline of %s", x.cfg.FinallyTimeout)
 	deadline := time.Now().Add(x.cfg.FinallyTimeout)
 	if x.canceled {
@@ -148,14 +163,6 @@ func (x *execution) salvageContext() (context.Context, context.CancelFunc) {
 		}
 	}
 	return context.WithDeadlineCause(x.salvageCtx, deadline, cause)
-}
-
-// endSalvage lets go of what salvageContext set up, once the run ends.
-func (x *execution) endSalvage() {
-	if x.salvageCtx != nil {
-		close(x.salvageDone)
-		x.salvageCancel(nil)
-	}
 }
 
 // salvageEnded adjusts the end of a salvage node's attempts: one that
@@ -173,6 +180,10 @@ func (x *execution) salvageEnded(m *nodeResult) {
 		}
 		m.msg = nr.salvageWhy + "; " + m.msg
 		m.code = nil
+	case m.st != Succeeded && errors.Is(context.Cause(x.salvageCtx), errSalvageSkipped):
+		// Skipped on purpose: the instance goes as if it had not run
+		// (deleted, not stopped to keep what it did not copy).
+		nr.started = false
 	case m.st == Succeeded && nr.partial != "":
 		m.msg = "salvaged (partial results: " + nr.partial + ")"
 	case m.st == Succeeded:
