@@ -173,6 +173,9 @@ type Summary struct {
 	// still exist (and bill). LeftWhy says why, by instance.
 	Left    []string
 	LeftWhy map[string]string
+	// Salvaged lists the nodes that salvaged results during teardown
+	// (salvage.go); they count as succeeded in States.
+	Salvaged []string
 }
 
 // Failed reports whether any node (or finalizer) did not succeed, counting
@@ -484,6 +487,9 @@ func (x *execution) summary() Summary {
 		}
 		if nr.instance != "" {
 			s.Placement[nr.n.ID] = nr.instance
+		}
+		if nr.salvage && nr.state == Succeeded {
+			s.Salvaged = append(s.Salvaged, nr.n.ID)
 		}
 	}
 	for _, name := range x.g.Plan.InstanceNames() {

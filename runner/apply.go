@@ -222,6 +222,10 @@ func (a *Apply) Run(ctx context.Context, view engine.Observer) (engine.Summary, 
 func Verdict(s engine.Summary) (runState, message string) {
 	counts := fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d canceled, %d timed out",
 		s.Count(engine.Succeeded), s.Count(engine.Failed), s.Count(engine.Skipped), s.Count(engine.Canceled), s.Count(engine.TimedOut))
+	if len(s.Salvaged) > 0 {
+		// Counted among the succeeded; what they copied may be partial.
+		counts += fmt.Sprintf(", %d salvaged", len(s.Salvaged))
+	}
 	switch {
 	case len(s.Left) > 0 || len(s.Stopped) > 0:
 		// A stopped instance still exists (and bills for its disk): it
