@@ -28,7 +28,7 @@ func (e *executor) salvageCheck(ctx context.Context, t *engine.Task, inst platfo
 	has, err := e.steps.HoldsResults(ctx, inst, from)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w: %v", engine.ErrNothingToSalvage, err)
+		return fmt.Errorf("%w: %w", engine.ErrNothingToSalvage, err)
 	case !has:
 		return fmt.Errorf("%w: %s on %s holds no file", engine.ErrNothingToSalvage, from, t.Instance)
 	}

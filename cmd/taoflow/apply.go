@@ -116,7 +116,7 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "most nodes running at once (0: no limit beyond slots)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "auto", "output: `auto`, plain or json")
 	cmd.Flags().Bool("json", false, "print one JSON event per line (--output json)")
-	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
+	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers, salvage uploads (design.md §8.6) and instance teardown")
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "create billed (brev) instances without asking (not: run a brev program the plan names, see --brev-binary)")
 	cmd.Flags().StringVar(&f.brev, "brev-binary", "", "the brev `PROGRAM` to run (default: brev on PATH); over the plan's platform.binary, which apply otherwise asks about")
 	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest unfinished run of PLAN) instead of starting a new one")
