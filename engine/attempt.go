@@ -60,6 +60,7 @@ func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upst
 		}}
 		task := &Task{
 			RunID: x.cfg.RunID, Node: n, Instance: inst, With: with, Attempt: attempt, Log: log, Upstream: upstream, Slot: slot,
+			Salvage: nr.salvage, Partial: nr.partial,
 			Progress: func(p string) {
 				x.emit(Event{Type: NodeProgress, Node: n.ID, Step: n.Step.ID, Instance: inst, Message: p})
 			},
@@ -80,6 +81,10 @@ func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upst
 		st, msg := classify(ctx, actx, err)
 		cancel()
 		res.st, res.msg, res.code = st, msg, exitCode(err)
+		if nr.salvage && errors.Is(err, ErrNothingToSalvage) {
+			res.nothing, res.msg = true, err.Error()
+			return res
+		}
 		if (st == Failed || st == TimedOut) && attempt <= retries && ctx.Err() == nil {
 			wait := backoff(n.Step.Backoff, attempt)
 			x.emit(Event{Type: NodeRetrying, Node: n.ID, Step: n.Step.ID, Instance: inst, Attempt: attempt,

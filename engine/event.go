@@ -39,11 +39,14 @@ const (
 	NodePlaced       EventType = "node-placed"
 	NodeStarted      EventType = "node-started"
 	NodeRetrying     EventType = "node-retrying"
-	NodeLog          EventType = "node-log"
-	NodeProgress     EventType = "node-progress"
-	NodeEnded        EventType = "node-ended"
-	FinallyStarted   EventType = "finally-started"
-	RunEnded         EventType = "run-ended"
+	// NodeSalvage: an upload or fetch that would not have run starts to
+	// salvage the results on its instance before it goes (salvage.go).
+	NodeSalvage    EventType = "node-salvage"
+	NodeLog        EventType = "node-log"
+	NodeProgress   EventType = "node-progress"
+	NodeEnded      EventType = "node-ended"
+	FinallyStarted EventType = "finally-started"
+	RunEnded       EventType = "run-ended"
 )
 
 // Event is what the engine reports; it never prints. Observers receive

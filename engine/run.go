@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/conc/panics"
@@ -37,6 +38,13 @@ type Task struct {
 	// Slot is the slot of its instance that the node's cell holds; nil
 	// for a node of no cell.
 	Slot *Slot
+	// Salvage is set on a node that copies results and runs only to
+	// salvage them (salvage.go): the executor checks first that there is
+	// something to copy, and returns ErrNothingToSalvage when not.
+	Salvage bool
+	// Partial says why what a salvage node copies may be partial (a node
+	// before it did not succeed); "" when it is whole.
+	Partial string
 }
 
 // Slot is one of an instance's slots, held by one cell at a time from its
@@ -144,6 +152,9 @@ type Config struct {
 	// counted by its preflight), 0 when not known; nil is never known.
 	// The GPUs of a slot are read when each node of its cell starts.
 	GPUs func(instance string) int
+	// SkipSalvage, once closed (a second Ctrl-C), cancels the salvage
+	// nodes running and starts no more (salvage.go); nil never skips.
+	SkipSalvage <-chan struct{}
 }
 
 // Summary is the outcome of a run.
@@ -162,6 +173,9 @@ type Summary struct {
 	// still exist (and bill). LeftWhy says why, by instance.
 	Left    []string
 	LeftWhy map[string]string
+	// Salvaged lists the nodes that salvaged results during teardown
+	// (salvage.go); they count as succeeded in States.
+	Salvaged []string
 }
 
 // Failed reports whether any node (or finalizer) did not succeed, counting
@@ -197,6 +211,8 @@ type nodeResult struct {
 	st   NodeState
 	msg  string
 	code *int
+	// nothing: a salvage node found nothing to copy (ErrNothingToSalvage).
+	nothing bool
 }
 
 // acquireResult: an instance's Acquire returned (its worker is done).
@@ -273,6 +289,13 @@ type execution struct {
 	finallyStarted bool
 	canceled       bool
 	interrupted    bool
+
+	// salvageCtx is what salvage nodes run under (salvageContext);
+	// salvageSkipped is set by SkipSalvage, from startSalvage's watcher.
+	salvageCtx     context.Context
+	salvageCancel  context.CancelCauseFunc
+	salvageDone    chan struct{}
+	salvageSkipped atomic.Bool
 }
 
 // Run runs the graph to the end: every node ends, finalizers run after the
@@ -293,6 +316,7 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 		slotWait: map[string]*poolWait{}}
 	x.stepsCtx, x.cancelSteps = context.WithCancelCause(ctx)
 	defer x.cancelSteps(nil)
+	x.startSalvage(ctx)
 	groups := map[*Cell]*groupRun{}
 	for _, n := range g.Nodes {
 		nr := &nodeRun{n: n, state: Pending, instance: n.Instance, finally: n.Finally}
@@ -358,6 +382,7 @@ func Run(ctx context.Context, g *Graph, cfg Config) Summary {
 	x.emit(Event{Type: RunStarted, Message: g.Plan.Name})
 	x.acquireAll()
 	x.loop(ctx)
+	x.endSalvage()
 	if x.finalCancel != nil {
 		x.finalCancel()
 	}
@@ -423,6 +448,9 @@ func (x *execution) handle(msg message) {
 		x.inflight--
 		x.running--
 		x.perStep[m.nr.n.Step.ID]--
+		if m.nr.salvage {
+			x.salvageEnded(&m)
+		}
 		x.finish(m.nr, m.st, m.msg, m.code)
 	case acquireResult:
 		x.inflight--
@@ -459,6 +487,9 @@ func (x *execution) summary() Summary {
 		}
 		if nr.instance != "" {
 			s.Placement[nr.n.ID] = nr.instance
+		}
+		if nr.salvage && nr.state == Succeeded {
+			s.Salvaged = append(s.Salvaged, nr.n.ID)
 		}
 	}
 	for _, name := range x.g.Plan.InstanceNames() {

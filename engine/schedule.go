@@ -18,6 +18,11 @@ type nodeRun struct {
 	group    *groupRun
 	finally  bool
 	started  bool
+	// salvage: it runs as a salvage node (salvage.go), instead of ending
+	// as salvageWhy says; partial says why what it copies may be partial
+	// ("" when every node before it succeeded).
+	salvage             bool
+	salvageWhy, partial string
 }
 
 // groupRun is one matrix cell across the steps that share it: it holds one
@@ -70,12 +75,19 @@ func (x *execution) schedule() {
 		settledAny := false
 		kept := x.pending[:0]
 		for _, nr := range x.pending {
+			var res startResult
+			var on *nodeRun
 			if x.canceled && !nr.finally {
-				x.finish(nr, Canceled, "not started: "+causeText(context.Cause(x.stepsCtx)), nil)
-				settledAny = true
-				continue
+				why := "not started: " + causeText(context.Cause(x.stepsCtx))
+				var salvage bool
+				if res, on, salvage = x.trySalvage(nr, why); !salvage {
+					x.finish(nr, Canceled, why, nil)
+					settledAny = true
+					continue
+				}
+			} else {
+				res, on = x.tryStart(nr)
 			}
-			res, on := x.tryStart(nr)
 			switch {
 			case res == settled:
 				settledAny = true
@@ -210,6 +222,9 @@ func (x *execution) wakeSlots(inst string) {
 }
 
 func (x *execution) succeeded(nr *nodeRun) bool {
+	if nr.salvage {
+		return false // what it copied may be partial (salvage.go)
+	}
 	return nr.state == Succeeded || (nr.n.Step.ContinueOnError && (nr.state == Failed || nr.state == TimedOut))
 }
 
@@ -225,7 +240,7 @@ func (x *execution) depsOf(nr *nodeRun, inst string) (ok bool, blocked string, o
 				return false, "", t
 			}
 			if !x.succeeded(t) {
-				return false, fmt.Sprintf("upstream %s %s", t.n.ID, t.state), nil
+				return false, fmt.Sprintf("upstream %s %s", t.n.ID, x.endText(t)), nil
 			}
 		case DepPlaced:
 			for _, t := range x.g.StepNodes(d.Step) {
@@ -240,7 +255,7 @@ func (x *execution) depsOf(nr *nodeRun, inst string) (ok bool, blocked string, o
 					return false, "", nil
 				}
 				if !x.succeeded(tr) {
-					return false, fmt.Sprintf("upstream %s %s", tr.n.ID, tr.state), nil
+					return false, fmt.Sprintf("upstream %s %s", tr.n.ID, x.endText(tr)), nil
 				}
 			}
 		case DepInstance:
@@ -262,7 +277,7 @@ func (x *execution) instanceDep(step, inst string) (bool, string) {
 			return false, ""
 		}
 		if !x.succeeded(t) {
-			return false, fmt.Sprintf("upstream %s %s", t.n.ID, t.state)
+			return false, fmt.Sprintf("upstream %s %s", t.n.ID, x.endText(t))
 		}
 		return true, ""
 	}
@@ -272,7 +287,7 @@ func (x *execution) instanceDep(step, inst string) (bool, string) {
 			return false, ""
 		}
 		if !x.succeeded(tr) {
-			return false, fmt.Sprintf("upstream %s %s", tr.n.ID, tr.state)
+			return false, fmt.Sprintf("upstream %s %s", tr.n.ID, x.endText(tr))
 		}
 	}
 	return true, ""
@@ -305,6 +320,9 @@ func (x *execution) tryStart(nr *nodeRun) (startResult, *nodeRun) {
 	inst := x.insts[nr.instance]
 	ok, blocked, on := x.depsOf(nr, nr.instance)
 	if blocked != "" {
+		if res, on, salvage := x.trySalvage(nr, blocked); salvage {
+			return res, on
+		}
 		x.finish(nr, Skipped, blocked, nil)
 		return settled, nil
 	}
@@ -424,12 +442,16 @@ func (x *execution) start(nr *nodeRun) {
 	nr.state, nr.started = Running, true
 	x.running++
 	x.perStep[nr.n.Step.ID]++
-	ctx := x.stepsCtx
-	if nr.finally {
+	ctx, cancel := x.stepsCtx, context.CancelFunc(func() {})
+	switch {
+	case nr.salvage:
+		ctx, cancel = x.salvageContext()
+	case nr.finally:
 		ctx = x.finalContext(nr.instance)
 	}
 	inst, upstream, slot := nr.instance, x.upstream(nr), x.slotOf(nr)
 	x.spawn(func() message {
+		defer cancel()
 		return x.attempts(ctx, nr, inst, upstream, slot)
 	}, func(p *panics.Recovered) message {
 		return nodeResult{nr: nr, st: Failed, msg: p.String()}

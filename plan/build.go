@@ -56,6 +56,9 @@ func build(file string, root *Value) *Plan {
 	if v := root.Get("fail_fast"); v != nil {
 		p.FailFast = v.Text == "true"
 	}
+	if v := root.Get("salvage"); v != nil {
+		p.NoSalvage = v.Text == "false"
+	}
 	if v := root.Get("provenance"); v != nil {
 		p.Provenance = v.Text
 	}

@@ -51,9 +51,13 @@ type Plan struct {
 	Steps       []*Step
 	Finally     []*Step
 	FailFast    bool
-	Budget      Budget  // budget:, zero when absent
-	Tags        []Tag   // tags:, in file order
-	Notify      *Notify // notify:, nil when absent
+	// NoSalvage is salvage: false: on a budget stop, Ctrl-C or failure the
+	// uploads and fetches of cells whose jobs started do not run before
+	// their instance is deleted (docs/design.md §8.6).
+	NoSalvage bool
+	Budget    Budget  // budget:, zero when absent
+	Tags      []Tag   // tags:, in file order
+	Notify    *Notify // notify:, nil when absent
 	// Provenance is provenance: ("minimal" or "full"), the detail of the
 	// provenance manifests and notifications carry; empty is minimal.
 	Provenance string

@@ -76,6 +76,9 @@ type Apply struct {
 	started    time.Time
 	budgetMu   sync.Mutex
 	overBudget string // the limit the run crossed, once it did
+	// skipSalvage is closed by SkipSalvage (engine.Config.SkipSalvage).
+	skipSalvage chan struct{}
+	skipOnce    sync.Once
 }
 
 // Start prepares an apply: it builds the plan's platform (a platform CLI
@@ -87,7 +90,8 @@ func Start(ctx context.Context, cfg ApplyConfig) (*Apply, error) {
 	if r := cfg.Resume; r != nil && p.Hash != r.Run.PlanHash {
 		return nil, refused(fmt.Errorf("%s has changed since run %s started (its sha256 was %.12s, now %.12s): resume needs the same plan", cfg.PlanPath, r.Run.ID, r.Run.PlanHash, p.Hash))
 	}
-	a := &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}, started: time.Now()}
+	a := &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}, started: time.Now(),
+		skipSalvage: make(chan struct{})}
 	if cfg.Resume != nil {
 		a.ID = cfg.Resume.Run.ID
 		a.started = cfg.Resume.Run.StartedAt
@@ -203,7 +207,7 @@ func (a *Apply) Run(ctx context.Context, view engine.Observer) (engine.Summary, 
 	sum := engine.Run(ctx, a.Graph, engine.Config{
 		RunID: a.ID, Parallel: a.cfg.Parallel, Executor: &executor{run: a.ID, g: a.Graph, insts: a.insts, steps: a.steps, store: a.store},
 		Instances: a.insts, Observer: rec, FinallyTimeout: a.cfg.FinallyTimeout, Done: a.Done,
-		Slots: a.slots, GPUs: a.steps.GPUs,
+		Slots: a.slots, GPUs: a.steps.GPUs, SkipSalvage: a.skipSalvage,
 	})
 	stopWatching()
 	if a.OverBudget() != "" {
@@ -218,6 +222,10 @@ func (a *Apply) Run(ctx context.Context, view engine.Observer) (engine.Summary, 
 func Verdict(s engine.Summary) (runState, message string) {
 	counts := fmt.Sprintf("%d succeeded, %d failed, %d skipped, %d canceled, %d timed out",
 		s.Count(engine.Succeeded), s.Count(engine.Failed), s.Count(engine.Skipped), s.Count(engine.Canceled), s.Count(engine.TimedOut))
+	if len(s.Salvaged) > 0 {
+		// Counted among the succeeded; what they copied may be partial.
+		counts += fmt.Sprintf(", %d salvaged", len(s.Salvaged))
+	}
 	switch {
 	case len(s.Left) > 0 || len(s.Stopped) > 0:
 		// A stopped instance still exists (and bills for its disk): it

@@ -456,9 +456,15 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		}
 		return e.store.MarkCreated(ctx, id, nil)
 	}
+	if err := e.salvageCheck(ctx, t, inst, &req); err != nil {
+		return err
+	}
 	err := e.steps.Do(ctx, req)
 	if err == nil && n.Step.Uses == plan.KindUploadS3 && req.Record != nil {
 		recordUpload(req)
+	}
+	if err == nil {
+		recordPartial(t, req)
 	}
 	return err
 }

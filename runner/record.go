@@ -112,7 +112,7 @@ func (r *recorder) write(e engine.Event) {
 		if n.StartedAt.IsZero() {
 			n.StartedAt = e.Time
 		}
-	case engine.NodeRetrying:
+	case engine.NodeRetrying, engine.NodeSalvage:
 		n.Message = e.Message
 	case engine.NodeProgress:
 		n.Progress = e.Message

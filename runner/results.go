@@ -35,6 +35,11 @@ type ResultRow struct {
 	Last        map[string]float64 `json:"last,omitempty"`
 	Best        map[string]float64 `json:"best,omitempty"`
 	Results     []string           `json:"results,omitempty"` // where uploads put them
+	// Partial: an upload or fetch of the job salvaged its results after a
+	// node before it did not succeed (docs/design.md §8.6); PartialWhy
+	// says which and why.
+	Partial    bool   `json:"partial,omitempty"`
+	PartialWhy string `json:"partial_why,omitempty"`
 }
 
 // ResultTable is a run's results: its jobs with their metrics.
@@ -105,6 +110,9 @@ func Results(ctx context.Context, store *state.Store, runID string) (ResultTable
 			}
 			if to := o.Facts[factUploadedTo]; to != "" && o.State == string(engine.Succeeded) {
 				row.Results = append(row.Results, to)
+			}
+			if why := o.Facts[factPartial]; why != "" && o.State == string(engine.Succeeded) {
+				row.Partial, row.PartialWhy = true, why
 			}
 		}
 		if !start.IsZero() {

@@ -187,6 +187,10 @@ type Request struct {
 	// node of no cell. A run step with gpus: per-slot runs its job on
 	// Slot.GPUs.
 	Slot *Slot
+	// Partial, for an upload or fetch that salvages results
+	// (docs/design.md §8.6), says why what it copies may be partial; the
+	// manifest says so (partial, partial_why). "" is whole.
+	Partial string
 	// Facts are what this node recorded in earlier attempts of the run
 	// (a run resumed after a crash): a wait goes on reading its jobs' logs
 	// where the node log ends instead of from the start.

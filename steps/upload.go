@@ -61,6 +61,12 @@ type Manifest struct {
 	// targets: those pointing outside the fetched tree (absolute, or
 	// climbing above it, directly or through other links).
 	LinksLeftOut map[string]string `json:"links_left_out,omitempty"`
+	// Partial is set on results a salvage upload or fetch copied after a
+	// node before it did not succeed (a budget stop, Ctrl-C, a failed
+	// training): they are what the job had written so far. PartialWhy
+	// names the node(s) and the cause.
+	Partial    bool   `json:"partial,omitempty"`
+	PartialWhy string `json:"partial_why,omitempty"`
 }
 
 // ManifestCost is the cost estimate of a Manifest's instance: its list
@@ -256,6 +262,9 @@ func (s *Steps) manifest(req Request, from, to string, files, bytes int64) Manif
 		for _, v := range p.Vars {
 			m.Vars[v.Name] = v.Value
 		}
+	}
+	if req.Partial != "" {
+		m.Partial, m.PartialWhy = true, req.Partial
 	}
 	if c := req.Cell; c != nil {
 		m.Cell = &ManifestCell{ID: c.ID, Index: c.Index, Values: map[string]string{}}

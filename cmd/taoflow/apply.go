@@ -116,7 +116,7 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "most nodes running at once (0: no limit beyond slots)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "auto", "output: `auto`, plain or json")
 	cmd.Flags().Bool("json", false, "print one JSON event per line (--output json)")
-	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers and instance teardown")
+	cmd.Flags().DurationVar(&f.finally, "finally-timeout", 30*time.Minute, "deadline for finalizers, salvage uploads (design.md §8.6) and instance teardown")
 	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "create billed (brev) instances without asking (not: run a brev program the plan names, see --brev-binary)")
 	cmd.Flags().StringVar(&f.brev, "brev-binary", "", "the brev `PROGRAM` to run (default: brev on PATH); over the plan's platform.binary, which apply otherwise asks about")
 	cmd.Flags().StringVar(&f.resume, "resume", "", "continue `RUN` (default: the latest unfinished run of PLAN) instead of starting a new one")
@@ -429,9 +429,12 @@ func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc)
 				}
 				switch n {
 				case 1:
-					fmt.Fprintf(w, "\ntaoflow: %s: starting no more nodes, cancelling running ones, then tearing down (Ctrl-C again to see what teardown does)\n", name)
+					fmt.Fprintf(w, "\ntaoflow: %s: starting no more nodes, cancelling running ones, salvaging the results jobs wrote, then tearing down (Ctrl-C again skips the salvage and shows what teardown does)\n", name)
 					cancel(fmt.Errorf("interrupted by %s", name))
 				case 2:
+					// The uploads and fetches salvaging results (docs/design.md
+					// §8.6) stop, and no more start.
+					a.SkipSalvage()
 					// Bounded: a signal handler must never wait on a busy state store.
 					ctx, cancelQuery := context.WithTimeout(context.Background(), 2*time.Second)
 					names, err := a.Alive(ctx)
@@ -440,7 +443,7 @@ func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc)
 					if err != nil {
 						what = "(the state is busy; see taoflow status " + a.ID + ")"
 					}
-					fmt.Fprintf(w, "\ntaoflow: teardown is still running; not yet removed: %s\ntaoflow: Ctrl-C once more abandons teardown\n", what)
+					fmt.Fprintf(w, "\ntaoflow: skipping the salvage of results; teardown is still running; not yet removed: %s\ntaoflow: Ctrl-C once more abandons teardown\n", what)
 				default:
 					fmt.Fprintf(w, "\ntaoflow: teardown abandoned; what it had not removed may still exist (and bill)\ntaoflow: remove it with: taoflow destroy %s --yes\n", a.ID)
 					a.Abandon(exitTeardown)

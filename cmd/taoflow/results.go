@@ -215,7 +215,13 @@ func writeResults(w io.Writer, t runner.ResultTable) error {
 				line = append(line, "")
 			}
 		}
-		line = append(line, strings.Join(r.Results, " "))
+		res := strings.Join(r.Results, " ")
+		if r.Partial {
+			// Salvaged after a budget stop, Ctrl-C or failure
+			// (docs/design.md §8.6): what the job had written so far.
+			res += " (partial)"
+		}
+		line = append(line, res)
 		fmt.Fprintln(tw, strings.Join(line, "\t"))
 	}
 	return tw.Flush()

@@ -204,7 +204,7 @@ func describe(e engine.Event) string {
 			return fmt.Sprintf("%s on %s: started (attempt %d)", e.Node, e.Instance, e.Attempt)
 		}
 		return fmt.Sprintf("%s on %s: started", e.Node, e.Instance)
-	case engine.NodeRetrying:
+	case engine.NodeRetrying, engine.NodeSalvage:
 		return fmt.Sprintf("%s: %s", e.Node, e.Message)
 	case engine.NodeLog:
 		return fmt.Sprintf("%s | %s", e.Node, e.Message)
@@ -291,7 +291,7 @@ func (v *liveView) Event(e engine.Event) {
 		if row.start.IsZero() {
 			row.start = e.Time
 		}
-	case engine.NodeLog, engine.NodeProgress, engine.NodeRetrying:
+	case engine.NodeLog, engine.NodeProgress, engine.NodeRetrying, engine.NodeSalvage:
 		row.last = e.Message
 	case engine.NodeEnded:
 		row.state, row.end = e.State, e.Time
