@@ -228,7 +228,8 @@ func writeResults(w io.Writer, t runner.ResultTable) error {
 }
 
 // writeResultsCSV prints the table as CSV: every metric's last and best
-// value, numbers in full precision.
+// value, numbers in full precision; partial is "true" for results salvaged
+// after a node before them did not succeed (§8.6), with why.
 func writeResultsCSV(w io.Writer, t runner.ResultTable) error {
 	cw := csv.NewWriter(w)
 	head := []string{"step", "cell", "instance"}
@@ -237,7 +238,7 @@ func writeResultsCSV(w io.Writer, t runner.ResultTable) error {
 	for _, m := range t.Metrics {
 		head = append(head, m, m+"_best")
 	}
-	head = append(head, "results")
+	head = append(head, "results", "partial", "partial_why")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -264,7 +265,11 @@ func writeResultsCSV(w io.Writer, t runner.ResultTable) error {
 			b, okb := r.Best[m]
 			line = append(line, num(v, ok), num(b, okb))
 		}
-		line = append(line, strings.Join(r.Results, " "))
+		partial := ""
+		if r.Partial {
+			partial = "true"
+		}
+		line = append(line, strings.Join(r.Results, " "), partial, r.PartialWhy)
 		if err := cw.Write(line); err != nil {
 			return err
 		}
