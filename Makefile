@@ -103,6 +103,8 @@ lint: tools deps
 	$(GO) mod tidy -diff
 	@# Dead code: a function nothing reaches (tests count as callers).
 	@out=$$($(GO) run $(DEADCODE) -test $(PKGS)); if [ -n "$$out" ]; then echo "deadcode: unreachable functions:"; echo "$$out"; exit 1; fi
+	@# Docs name what exists: doc.go identifiers and files, `pkg.Name` in docs/*.md.
+	$(GO) test -count=1 ./internal/doccheck
 	$(MAKE) examples
 
 ## examples: every example plan validates

@@ -11,5 +11,6 @@
 // A non-zero exit code is a result, not an error: errors are for failures of
 // the transport (an ExecError, which says whether a retry may help), for
 // lifecycle calls on things that are gone (ErrNotFound), and for a cancelled
-// context. Every word inserted into a script must pass through Quote.
+// context. Every word inserted into a script must pass through
+// shellquote.Quote (internal/shellquote), the one quoting function.
 package platform

@@ -11,6 +11,15 @@
 // resources is recorded with them (PlatformData), so destroy rebuilds it
 // without the plan.
 //
+// Around the run it also holds what is decided from prices and results:
+// the choice of an instance type from the platform's offers (Select,
+// select.go), the estimate and the budget a plan may not exceed
+// (Estimated, CheckBudget, budget.go), what each instance cost (Costs,
+// cost.go), the salvage of partial results before a release
+// (salvage.go), the notify command at the end of a run (notify.go), and
+// the results table and download of a finished run (Results,
+// DownloadResults; results.go, download.go).
+//
 // cmd/taoflow parses flags, prints and maps outcomes to exit codes; it
 // decides nothing a run does. The engine stays ignorant of platforms and
 // the state: runner provides the engine's Executor and Instances.

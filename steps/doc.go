@@ -39,6 +39,13 @@
 // label in Cleanup. A cancel by taoflow leaves ~/.taoflow/jobs/<job>/canceled
 // with either runtime, so exit codes 137/143 read as canceled.
 //
+// A wait does not only poll on its interval: one watcher per instance
+// (watch.go, scripts/watch.sh, streamed through platform.Streamer) reports
+// the ends of that instance's jobs as lines and wakes the waits of those
+// jobs, which poll at once. The watcher only says when to look; what a
+// job's state is comes from the poll, so a missed line costs time, never
+// correctness.
+//
 // The container kinds: ngc-auth (docker login with the key on stdin and the
 // user name single-quoted, then docker manifest inspect of verify_image),
 // pull (recording the digest through Request.Record) and upload-s3 to s3://
