@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 
 	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
@@ -149,7 +148,7 @@ func confirmFlags(datas ...map[string]string) string {
 }
 
 // Destroy tears down alive, the resources of run r that may still exist.
-// It returns nil when none remains, else a *multierror.Error with one
+// It returns nil when none remains, else an errors.Join of one
 // *NotRemovedError for each resource that may still exist.
 func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resource) error {
 	byInstance := map[string][]state.Resource{}
@@ -160,14 +159,14 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 		}
 		byInstance[res.Instance] = append(byInstance[res.Instance], res)
 	}
-	var left *multierror.Error
+	var left []error
 	for _, name := range order {
 		resources := byInstance[name]
 		pf, inst, err := d.platformFor(resources)
 		if err != nil {
 			fmt.Fprintf(d.Log, "%s: %s: %v\n", r.ID, name, err)
 			for _, res := range resources {
-				left = multierror.Append(left, &NotRemovedError{Run: r.ID, Resource: res, Err: err})
+				left = append(left, &NotRemovedError{Run: r.ID, Resource: res, Err: err})
 			}
 			continue
 		}
@@ -213,7 +212,7 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 				}
 			}
 			if err != nil {
-				left = multierror.Append(left, &NotRemovedError{Run: r.ID, Resource: res, Err: err})
+				left = append(left, &NotRemovedError{Run: r.ID, Resource: res, Err: err})
 				_ = d.Store.MarkFailed(ctx, res.ID, err.Error())
 				fmt.Fprintf(d.Log, "%s: %s %s: NOT removed: %v\n", r.ID, res.Kind, res.Name, err)
 				continue
@@ -236,7 +235,7 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 	if left == nil && (r.State == state.RunRunning || r.State == state.RunTeardownIncomplete) {
 		_ = d.Store.UpdateRun(ctx, r.ID, state.RunUpdate{State: state.RunCanceled, EndedAt: time.Now(), ExitCode: d.CanceledExitCode, Message: "torn down by taoflow destroy"})
 	}
-	return left.ErrorOrNil()
+	return errors.Join(left...)
 }
 
 // NotRemovedError is a resource of a run that destroy could not remove:

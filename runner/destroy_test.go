@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
@@ -117,14 +116,15 @@ func TestDestroyListsWhatIsLeft(t *testing.T) {
 	}
 	var log bytes.Buffer
 	err = Destroyer{Store: store, StateDir: dir, Log: &log, CanceledExitCode: 130}.Destroy(ctx, r, alive)
-	var list *multierror.Error
-	if !errors.As(err, &list) || list.Len() != 2 {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(j.Unwrap()) != 2 {
 		t.Fatalf("Destroy = %v; want a list of the two instances", err)
 	}
+	list := j.Unwrap()
 	for i, name := range []string{"a", "b"} {
 		var nr *NotRemovedError
-		if !errors.As(list.Errors[i], &nr) || nr.Resource.Name != name {
-			t.Errorf("entry %d = %v; want instance %s not removed", i, list.Errors[i], name)
+		if !errors.As(list[i], &nr) || nr.Resource.Name != name {
+			t.Errorf("entry %d = %v; want instance %s not removed", i, list[i], name)
 			continue
 		}
 		want := "run " + run + ": instance " + name + " (tf-" + name + "): resources on the \"gone-cloud\" platform"

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/go-multierror"
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/internal/shellquote"
@@ -83,7 +82,7 @@ type Outcome struct {
 	Kept    []string `json:"kept,omitempty"`
 	// RemoveCommand removes what Left, Stopped or Kept name ("" when none).
 	RemoveCommand string `json:"remove_command,omitempty"`
-	// Teardown is why each of Left may still exist: a *multierror.Error of
+	// Teardown is why each of Left may still exist: an errors.Join of
 	// *LeftError, in Left's order; nil when Left is empty. (The JSON view
 	// has the reasons in its instance-left events.)
 	Teardown error `json:"-"`
@@ -169,11 +168,11 @@ func (a *Apply) outcome(sum engine.Summary, runState string, exitCode int, verdi
 		f.LogTail = LogTail(a.store, a.ID, n.ID, TailLines)
 		o.Failures = append(o.Failures, f)
 	}
-	var left *multierror.Error
+	var left []error
 	for _, name := range sum.Left {
-		left = multierror.Append(left, &LeftError{Instance: name, Err: errors.New(sum.LeftWhy[name])})
+		left = append(left, &LeftError{Instance: name, Err: errors.New(sum.LeftWhy[name])})
 	}
-	o.Teardown = left.ErrorOrNil()
+	o.Teardown = errors.Join(left...)
 	if len(o.Left) > 0 || len(o.Stopped) > 0 || len(o.Kept) > 0 {
 		o.RemoveCommand = "taoflow destroy " + a.ID + " --yes" + confirmFlags(PlatformData(a.cfg.Plan))
 	}

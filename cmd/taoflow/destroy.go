@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -135,20 +134,20 @@ func destroyRuns(ctx context.Context, sio stdio, g *globals, store *state.Store,
 			return usageError(fmt.Errorf("nothing destroyed"))
 		}
 	}
-	var left *multierror.Error
+	var left []error
 	var again []work // the runs to destroy again
 	for _, w := range todo {
 		if err := d.Destroy(ctx, w.run, w.alive); err != nil {
-			left = multierror.Append(left, err) // flattens the run's list into one
+			left = append(left, joined(err)...) // one list for all runs
 			again = append(again, w)
 		}
 	}
-	if left == nil {
+	if len(left) == 0 {
 		return nil
 	}
 	w := escapeWriter{sio.err}
-	fmt.Fprintf(w, "taoflow: %d resources could not be removed; they may still exist (and bill):\n", left.Len())
-	for _, err := range left.Errors {
+	fmt.Fprintf(w, "taoflow: %d resources could not be removed; they may still exist (and bill):\n", len(left))
+	for _, err := range left {
 		fmt.Fprintf(w, "taoflow:   %v\n", err)
 	}
 	for _, a := range again {

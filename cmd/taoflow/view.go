@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -10,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/sourcegraph/conc"
 
 	"github.com/taoflow/taoflow/engine"
@@ -89,11 +87,8 @@ func (v *humanView) Outcome(o runner.Outcome) {
 	}
 	if len(o.Left) > 0 {
 		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(o.Left, ", "))
-		var left *multierror.Error
-		if errors.As(o.Teardown, &left) {
-			for _, err := range left.Errors {
-				fmt.Fprintf(w, "taoflow:   %v\n", err)
-			}
+		for _, err := range joined(o.Teardown) {
+			fmt.Fprintf(w, "taoflow:   %v\n", err)
 		}
 		fmt.Fprintf(w, "taoflow: remove them with: %s\n", o.RemoveCommand)
 	}
@@ -479,4 +474,16 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// joined lists the errors an errors.Join holds (err itself when it holds no
+// list; nil for nil).
+func joined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
