@@ -219,16 +219,22 @@ type extracted struct {
 // went wrong extracting (then the remote command is stopped).
 func (s *Steps) streamInto(ctx context.Context, st platform.Streamer, inst platform.Instance, from, dir string) (x extracted, res platform.Result, xerr, err error) {
 	sc := privatePrelude + script(Params{"src": from}, "fetch")
-	wait := s.cfg.TransientBackoff
 	umask := processUmask()
-	for try := 1; ; try++ {
+	first := true
+	_, err = s.retryTransient(ctx, func() error {
+		if !first {
+			// What a try that failed in transport left is not kept.
+			_ = os.RemoveAll(dir)
+			_ = os.Mkdir(dir, 0o755)
+		}
+		first = false
 		runCtx, stop := context.WithCancelCause(ctx)
 		// An *os.File as the command's stdout: the transport writes into
 		// it directly, with no copying goroutine in between.
 		pr, pw, perr := os.Pipe()
 		if perr != nil {
 			stop(nil)
-			return x, res, nil, perr
+			return perr
 		}
 		type result struct {
 			x   extracted
@@ -244,28 +250,23 @@ func (s *Steps) streamInto(ctx context.Context, st platform.Streamer, inst platf
 			_, _ = io.Copy(io.Discard, pr) // tar's trailing blocks
 			done <- result{x, err}
 		}()
+		var err error
 		res, err = st.ExecStream(runCtx, inst, sc, nil, pw)
 		_ = pw.Close()
 		r := <-done
 		stop(nil)
 		res.Stderr = dropCutLine(res.Stderr)
 		if r.err != nil {
-			return x, res, r.err, nil
+			xerr = r.err // not a transport failure: no second try
+			return nil
 		}
-		if err != nil && ctx.Err() != nil {
-			return x, res, nil, context.Cause(ctx)
-		}
-		var ee *platform.ExecError
-		if err == nil || !errors.As(err, &ee) || !ee.Transient || try == transientTries {
-			return r.x, res, nil, err
-		}
-		if !sleep(ctx, wait) {
-			return x, res, nil, context.Cause(ctx)
-		}
-		wait *= 2
-		_ = os.RemoveAll(dir)
-		_ = os.Mkdir(dir, 0o755)
+		x = r.x
+		return err
+	})
+	if xerr != nil || (err != nil && ctx.Err() != nil) {
+		return extracted{}, res, xerr, err
 	}
+	return x, res, nil, err
 }
 
 // extract reads a tar archive (fetch.sh's: entries under ".") into dir,

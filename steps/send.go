@@ -280,14 +280,13 @@ func (s *Steps) listTree(ctx context.Context, inst platform.Instance, path strin
 // writing the archive (a file that vanished or changed size), if anything.
 func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script string, files []localFile) (res platform.Result, werr, err error) {
 	script = privatePrelude + script
-	wait := s.cfg.TransientBackoff
-	for try := 1; ; try++ {
+	_, err = s.retryTransient(ctx, func() error {
 		// An *os.File as stdin: the transport hands it to its process as
 		// is, so the archive goes from this pipe straight to ssh (or the
 		// local shell), with no copier in between.
 		pr, pw, perr := os.Pipe()
 		if perr != nil {
-			return res, nil, &platform.ExecError{Instance: inst.Name, Err: perr, Transient: true}
+			return &platform.ExecError{Instance: inst.Name, Err: perr, Transient: true}
 		}
 		done := make(chan error, 1)
 		go func() {
@@ -295,6 +294,7 @@ func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script 
 			_ = pw.Close() // EOF for the script, or nothing more of a broken archive
 			done <- err
 		}()
+		var err error
 		res, err = s.cfg.Platform.Exec(ctx, inst, script, pr)
 		_ = pr.Close() // a writer nobody reads gets EPIPE
 		// The command has ended, but a copy of pr may live on (an ssh
@@ -306,18 +306,9 @@ func (s *Steps) execArchive(ctx context.Context, inst platform.Instance, script 
 			werr = nil // the reader went away: the script's result says why
 		}
 		res.Stdout, res.Stderr = dropCutLine(res.Stdout), dropCutLine(res.Stderr)
-		if err != nil && ctx.Err() != nil {
-			return res, werr, context.Cause(ctx)
-		}
-		var ee *platform.ExecError
-		if err == nil || !errors.As(err, &ee) || !ee.Transient || try == transientTries {
-			return res, werr, err
-		}
-		if !sleep(ctx, wait) {
-			return res, werr, context.Cause(ctx)
-		}
-		wait *= 2
-	}
+		return err
+	})
+	return res, werr, err
 }
 
 // testHookSent and testHookFetched, when set by a test, are called after

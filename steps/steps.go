@@ -312,26 +312,43 @@ func (s *Steps) exec(ctx context.Context, inst platform.Instance, script string,
 		// nothing.
 		script = privatePrelude + script
 	}
-	wait := s.cfg.TransientBackoff
-	for try := 1; ; try++ {
+	var res platform.Result
+	tries, err := s.retryTransient(ctx, func() error {
 		var in io.Reader
 		if stdin != nil {
 			in = strings.NewReader(string(stdin))
 		}
-		res, err := s.cfg.Platform.Exec(ctx, inst, script, in)
+		var err error
+		res, err = s.cfg.Platform.Exec(ctx, inst, script, in)
 		res.Stdout, res.Stderr = dropCutLine(res.Stdout), dropCutLine(res.Stderr)
+		return err
+	})
+	if err != nil && tries > 1 && ctx.Err() == nil {
+		err = fmt.Errorf("%w (tried %d times)", err, tries)
+	}
+	return res, err
+}
+
+// retryTransient is the one rule for running a remote script again: it
+// calls attempt until it succeeds or fails with anything but a transient
+// transport failure (a *platform.ExecError with Transient set: the script
+// did not run), at most transientTries times, pausing
+// Config.TransientBackoff, then twice that, and so on, in between. It
+// returns how many tries it made and the last attempt's error; once ctx is
+// cancelled, ctx's cause.
+func (s *Steps) retryTransient(ctx context.Context, attempt func() error) (int, error) {
+	wait := s.cfg.TransientBackoff
+	for try := 1; ; try++ {
+		err := attempt()
 		if err != nil && ctx.Err() != nil {
-			return res, context.Cause(ctx)
+			return try, context.Cause(ctx)
 		}
 		var ee *platform.ExecError
 		if err == nil || !errors.As(err, &ee) || !ee.Transient || try == transientTries {
-			if err != nil && try > 1 {
-				err = fmt.Errorf("%w (tried %d times)", err, try)
-			}
-			return res, err
+			return try, err
 		}
 		if !sleep(ctx, wait) {
-			return res, context.Cause(ctx)
+			return try, context.Cause(ctx)
 		}
 		wait *= 2
 	}
