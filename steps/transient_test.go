@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +74,41 @@ func TestExecRetriesTransient(t *testing.T) {
 	go func() { time.Sleep(20 * time.Millisecond); cancel(errors.New("stop")) }()
 	if _, err = s.exec(ctx, inst, "true", nil); err == nil || err.Error() != "stop" {
 		t.Errorf("cancelled while waiting to try again: %v; want the cause", err)
+	}
+}
+
+// TestArchiveRetriesTransient: send's archive follows the same rule as
+// exec — a transport failure before the script ran sends a fresh, whole
+// archive again; any other failure is returned at once.
+func TestArchiveRetriesTransient(t *testing.T) {
+	inst := platform.Instance{Name: "gpu"}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(filepath.Join(dir, "a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []localFile{{Rel: "a.txt", Abs: filepath.Join(dir, "a.txt"), Info: fi}}
+	transient := &platform.ExecError{Instance: "gpu", Transient: true, Err: errors.New("ssh: connect: Connection refused")}
+	lost := &platform.ExecError{Instance: "gpu", Err: errors.New("connection lost while the command ran")}
+
+	f := &flaky{fails: 2, err: transient}
+	s := New(Config{Platform: f, TransientBackoff: time.Millisecond})
+	res, werr, err := s.execArchive(t.Context(), inst, "true", files)
+	if err != nil || werr != nil || string(res.Stdout) != "ran\n" || f.calls != 3 {
+		t.Fatalf("two transient failures: %q, %v, %v after %d calls; want success on the 3rd", res.Stdout, werr, err, f.calls)
+	}
+	for i, in := range f.stdins {
+		if in != f.stdins[2] || !strings.Contains(in, "hello") {
+			t.Errorf("try %d sent a different or partial archive (%d bytes, want %d)", i+1, len(in), len(f.stdins[2]))
+		}
+	}
+
+	f = &flaky{fails: 1, err: lost}
+	s = New(Config{Platform: f, TransientBackoff: time.Millisecond})
+	if _, _, err = s.execArchive(t.Context(), inst, "true", files); !errors.Is(err, lost) || f.calls != 1 {
+		t.Errorf("a connection lost mid-command: %v after %d calls; want it returned at once", err, f.calls)
 	}
 }
