@@ -211,5 +211,5 @@ func releasedMessage(o ReleaseOutcome) string {
 	case ReleaseLeftAlone:
 		return "left as it is (not created by this run)"
 	}
-	return "deleted"
+	return "released; what became of it is unknown"
 }

@@ -93,9 +93,13 @@ type ReleaseOutcome int
 
 // Release outcomes.
 const (
+	// ReleaseUnknown, the zero value: the release failed or panicked
+	// before it could say what became of the instance, which may still
+	// exist; the release's error says why.
+	ReleaseUnknown ReleaseOutcome = iota
 	// ReleaseDeleted: the run created it, and it is deleted (or was found
 	// gone).
-	ReleaseDeleted ReleaseOutcome = iota
+	ReleaseDeleted
 	// ReleaseStopped: the run created it and stopped it instead of
 	// deleting it (its disk holds results whose upload failed). It still
 	// exists, and bills for its disk.
@@ -118,7 +122,7 @@ func (o ReleaseOutcome) String() string {
 	case ReleaseLeftAlone:
 		return "left alone"
 	}
-	return "deleted"
+	return "unknown"
 }
 
 // Instances provides and releases the run's instances. Release must be

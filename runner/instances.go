@@ -297,7 +297,7 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		}
 	}
 	_ = in.store.MarkFailed(context.WithoutCancel(ctx), id, err.Error())
-	return engine.ReleaseDeleted, err
+	return engine.ReleaseUnknown, err
 }
 
 // deleteBound is the time the Delete or Stop of an instance on pf gets.

@@ -90,6 +90,7 @@ func TestReleaseOutcomes(t *testing.T) {
 		launched  bool
 		where     error
 		down      bool
+		delFails  bool
 		want      engine.ReleaseOutcome
 		wantErr   bool
 		execs     int
@@ -102,6 +103,8 @@ func TestReleaseOutcomes(t *testing.T) {
 			want: engine.ReleaseDeleted, execs: 0, deletes: 0, wantState: state.ResourceDeleted},
 		{name: "stopped behind the back", create: true, launched: true, down: true, where: fmt.Errorf("x: %w", platform.ErrStopped),
 			want: engine.ReleaseDeleted, execs: 0, deletes: 1, wantState: state.ResourceDeleted},
+		{name: "delete fails", create: true, launched: true, down: true, delFails: true,
+			want: engine.ReleaseUnknown, wantErr: true, execs: 1, deletes: 1, wantState: state.ResourceDeleteFailed},
 		{name: "kept", create: true, keep: true, launched: true,
 			want: engine.ReleaseKept, execs: 1, deletes: 0, wantState: state.ResourceKept},
 		{name: "existing, no job launched, unreachable", down: true,
@@ -127,7 +130,7 @@ func TestReleaseOutcomes(t *testing.T) {
 				pi.Existing = "box"
 			}
 			p := &plan.Plan{Instances: []*plan.Instance{pi}}
-			c := &cloud{where: map[string]error{"tf-gpu": tc.where}, down: map[string]bool{"tf-gpu": tc.down}, deleteOK: true}
+			c := &cloud{where: map[string]error{"tf-gpu": tc.where}, down: map[string]bool{"tf-gpu": tc.down}, deleteOK: !tc.delFails}
 			st := steps.New(steps.Config{Platform: c, RunID: run, Plan: p})
 			in := newInstances(run, p, c, store, st)
 			if err := in.Acquire(ctx, "gpu"); err != nil {
