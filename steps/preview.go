@@ -130,20 +130,7 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 // exports the named secrets from stdin (those in platform.instance_env are
 // on the instance already).
 func (s *Steps) withSecrets(what, script string, names []string) Command {
-	c := Command{What: what}
-	seen := map[string]bool{}
-	if s.cfg.Plan != nil {
-		for _, n := range s.cfg.Plan.Platform.InstanceEnv {
-			seen[n.Name] = true
-		}
-	}
-	for _, n := range names {
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		c.Stdin = append(c.Stdin, n)
-	}
+	c := Command{What: what, Stdin: s.sentSecrets(names)}
 	c.Script = readSecrets(c.Stdin) + script
 	return c
 }

@@ -23,6 +23,29 @@ import (
 // which is what lets a step with secrets run over `brev exec`, which has no
 // stdin.
 func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err error) {
+	read := s.sentSecrets(names)
+	for _, name := range read {
+		if !secret.ValidName(name) {
+			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret name %q is not a valid environment variable name", name)}
+		}
+		v, ok := s.cfg.Secrets.Value(name)
+		if !ok {
+			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret %s has no value: list it under secrets: and set it in taoflow's environment", name)}
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret %s is not a single-line value", name)}
+		}
+		stdin = append(stdin, v...)
+		stdin = append(stdin, '\n')
+	}
+	return readSecrets(read), stdin, nil
+}
+
+// sentSecrets is the one rule for which of names a command reads from its
+// stdin, in order: each once, and none that the plan lists under
+// platform.instance_env (those are in the instance's environment already).
+// secretEnv sends their values; the preview (withSecrets) names them.
+func (s *Steps) sentSecrets(names []string) []string {
 	var read []string
 	seen := map[string]bool{}
 	if s.cfg.Plan != nil {
@@ -35,21 +58,9 @@ func (s *Steps) secretEnv(names []string) (prelude string, stdin []byte, err err
 			continue
 		}
 		seen[name] = true
-		if !secret.ValidName(name) {
-			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret name %q is not a valid environment variable name", name)}
-		}
-		v, ok := s.cfg.Secrets.Value(name)
-		if !ok {
-			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret %s has no value: list it under secrets: and set it in taoflow's environment", name)}
-		}
-		if strings.ContainsAny(v, "\r\n\x00") {
-			return "", nil, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("secret %s is not a single-line value", name)}
-		}
 		read = append(read, name)
-		stdin = append(stdin, v...)
-		stdin = append(stdin, '\n')
 	}
-	return readSecrets(read), stdin, nil
+	return read
 }
 
 // readSecrets is the prelude that reads the secrets names from stdin and
