@@ -12,13 +12,11 @@ import (
 
 	"github.com/taoflow/taoflow/internal/provenance"
 	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/schema"
 	"github.com/taoflow/taoflow/state"
 )
 
-var (
-	runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	tagKeyRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
-)
+var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // versionString is taoflow's version with the build's revision, as
 // recorded in a run's provenance.
@@ -49,7 +47,8 @@ func parseTags(flags []string) (map[string]string, error) {
 	tags := map[string]string{}
 	for _, f := range flags {
 		k, v, ok := strings.Cut(f, "=")
-		if !ok || !tagKeyRE.MatchString(k) {
+		// The schema's tag-key, the one rule for a plan's tags: and --tag.
+		if !ok || schema.ValidateDef("tag-key", k) != nil {
 			return nil, usageError(fmt.Errorf("--tag %q: want KEY=VALUE, KEY of letters, digits, '_', '-' and '.', starting with a letter", f))
 		}
 		tags[k] = v
