@@ -69,6 +69,7 @@ fuzz:
 	$(GO) test ./secret -run '^$$' -fuzz '^FuzzRedact$$' -fuzztime $(FUZZ_REDACT)
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseExecOutput$$' -fuzztime $(FUZZ_BREV)
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZ_BREV)
+	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseSearch$$' -fuzztime $(FUZZ_BREV)
 	$(GO) test ./secret -run '^$$' -fuzz '^FuzzLint$$' -fuzztime $(FUZZ_LINT)
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzJSONView$$' -fuzztime $(FUZZ_JSONVIEW)
 	@# Every fuzz target of the tree is run above: a new one must be added.

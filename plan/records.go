@@ -27,7 +27,10 @@ type Notify struct {
 	// declared secret that holds one. At most one is set.
 	WebhookURL    string
 	WebhookSecret Name
-	Timeout       time.Duration
+	// Env names the declared secrets the command gets in its environment;
+	// it gets none of the plan's others.
+	Env     []Name
+	Timeout time.Duration
 }
 
 // Wants reports whether a run that ended succeeded (or not) is notified.
@@ -65,19 +68,31 @@ func buildRecords(p *Plan, root *Value) {
 			n.WebhookSecret = Name{Name: s.Value.Text, Pos: s.Value.Pos}
 		}
 	}
+	if e := v.Get("env"); e != nil && e.Kind == List {
+		n.Env = names(e)
+	}
 	if d, err := time.ParseDuration(scalar(v.Get("timeout"))); err == nil && d > 0 {
 		n.Timeout = d
 	}
 	p.Notify = n
 }
 
-// notifySecret checks that notify.webhook.url_secret is declared.
+// notifySecret checks that notify.webhook.url_secret and the names of
+// notify.env are declared.
 func (c *checker) notifySecret() {
 	n := c.p.Notify
-	if n == nil || n.WebhookSecret.Name == "" {
+	if n == nil {
 		return
 	}
-	if !c.declared(n.WebhookSecret.Name) {
+	if n.WebhookSecret.Name != "" && !c.declared(n.WebhookSecret.Name) {
 		c.d.errorf(n.WebhookSecret.Pos, "secret %q is not declared: add it to secrets: at the top of the plan (its value then comes from taoflow's environment)", n.WebhookSecret.Name)
+	}
+	for _, e := range n.Env {
+		if !c.declared(e.Name) {
+			c.d.errorf(e.Pos, "notify.env names %q, which is not declared under secrets: add it there (its value then comes from taoflow's environment)", e.Name)
+		}
+	}
+	if len(n.Env) > 0 && n.Command == "" {
+		c.d.warnf(c.p.Notify.Pos, "notify.env only matters for notify.command, which this plan does not set")
 	}
 }

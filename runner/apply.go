@@ -111,7 +111,7 @@ func (a *Apply) start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if a.pf, err = NewPlatform(p, a.ID, cfg.StateDir, a.progress.send); err != nil {
+	if a.pf, err = platformFrom(p, PlatformData(p), a.ID, cfg.StateDir, a.progress.send, cfg.Secrets.Redactor()); err != nil {
 		return refused(fmt.Errorf("%s: %w", p.File, err))
 	}
 	if c, ok := a.pf.(platform.Closer); ok {

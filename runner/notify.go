@@ -17,6 +17,7 @@ import (
 
 	"github.com/taoflow/taoflow/internal/provenance"
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/secret"
 )
 
 // Summary is what notifiers receive: how the run ended, as JSON.
@@ -62,7 +63,8 @@ func (a *Apply) Notify(ctx context.Context, runState string, exitCode int, verdi
 	body = red.RedactBytes(body)
 	var out []NotifyOutcome
 	if n.Command != "" {
-		err := notifyCommand(ctx, n, filepath.Dir(a.cfg.Plan.File), body)
+		env := notifyEnv(os.Environ(), a.cfg.Plan, a.cfg.Secrets)
+		err := notifyCommand(ctx, n, filepath.Dir(a.cfg.Plan.File), env, body, red)
 		out = append(out, NotifyOutcome{What: "notify command", Err: redactErr(red.Redact, err)})
 	}
 	if n.WebhookURL != "" || n.WebhookSecret.Name != "" {
@@ -113,9 +115,49 @@ func (a *Apply) summary(ctx context.Context, runState string, exitCode int, verd
 	return json.MarshalIndent(s, "", "  ")
 }
 
-// notifyCommand runs the command with sh -c in dir, the summary on stdin.
-// At the timeout its process group is killed.
-func notifyCommand(ctx context.Context, n *plan.Notify, dir string, body []byte) error {
+// notifyClip is how much of the last line a failed notify command printed
+// its error keeps.
+const notifyClip = 200
+
+// notifyEnv is env less the plan's secrets, but for those notify.env
+// names: a variable a secret is read from, and any other whose value holds
+// a secret (the same key exported twice), is left out.
+func notifyEnv(env []string, p *plan.Plan, secrets *secret.Set) []string {
+	keep := map[string]bool{}
+	if p.Notify != nil {
+		for _, n := range p.Notify.Env {
+			keep[n.Name] = true
+		}
+	}
+	var drop []string
+	for _, n := range p.SecretNames() {
+		if !keep[n] {
+			drop = append(drop, n)
+		}
+	}
+	var others []string
+	for _, n := range secrets.Names() {
+		if !keep[n] {
+			v, _ := secrets.Value(n)
+			others = append(others, v)
+		}
+	}
+	red := secret.NewRedactor(others...)
+	out := make([]string, 0, len(env))
+	for _, kv := range environWithout(env, drop) {
+		k, v, _ := strings.Cut(kv, "=")
+		if keep[k] || red.Redact(v) == v {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// notifyCommand runs the command with sh -c in dir, with environment env
+// and the summary on stdin. At the timeout its process group is killed.
+// Its error quotes the last line the command printed, redacted by red
+// before it is clipped.
+func notifyCommand(ctx context.Context, n *plan.Notify, dir string, env []string, body []byte, red *secret.Redactor) error {
 	ctx, cancel := context.WithTimeout(ctx, n.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", n.Command)
@@ -126,7 +168,7 @@ func notifyCommand(ctx context.Context, n *plan.Notify, dir string, body []byte)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	cmd.Env = os.Environ()
+	cmd.Env = env
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		return fmt.Errorf("did not finish within %s (killed)", n.Timeout)
@@ -136,9 +178,7 @@ func notifyCommand(ctx context.Context, n *plan.Notify, dir string, body []byte)
 		if i := strings.LastIndexByte(last, '\n'); i >= 0 {
 			last = last[i+1:]
 		}
-		if len(last) > 200 {
-			last = last[:200]
-		}
+		last = red.Clip(last, notifyClip)
 		if last != "" {
 			return fmt.Errorf("%w: %s", err, last)
 		}

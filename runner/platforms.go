@@ -16,6 +16,7 @@ import (
 	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/platform/local"
 	"github.com/taoflow/taoflow/platform/ssh"
+	"github.com/taoflow/taoflow/secret"
 )
 
 // Keys of the platform settings recorded with every resource, so that
@@ -88,13 +89,16 @@ func resolveBinary(bin, base string) string {
 // NewPlatform builds the platform of a plan for run; progress, when not
 // nil, hears what it says while it prepares instances.
 func NewPlatform(p *plan.Plan, run, stateDir string, progress func(instance, msg string)) (platform.Platform, error) {
-	return platformFrom(p, PlatformData(p), run, stateDir, progress)
+	return platformFrom(p, PlatformData(p), run, stateDir, progress, nil)
 }
 
 // platformFrom is NewPlatform with the platform's settings given as data.
-func platformFrom(p *plan.Plan, data map[string]string, run, stateDir string, progress func(instance, msg string)) (platform.Platform, error) {
+// red, when not nil, redacts the plan's secrets from what the platform's
+// CLI printed before an error quotes a clipped part of it.
+func platformFrom(p *plan.Plan, data map[string]string, run, stateDir string, progress func(instance, msg string), red *secret.Redactor) (platform.Platform, error) {
 	return BuildPlatform(p.Platform.Kind, data, run, stateDir, PlatformOptions{
 		Progress: progress,
+		Redactor: red,
 		// A platform CLI (brev) runs with taoflow's environment, less the
 		// plan's secrets: their values are for the instances, on stdin.
 		Env: environWithout(os.Environ(), p.SecretNames()),
@@ -105,6 +109,7 @@ func platformFrom(p *plan.Plan, data map[string]string, run, stateDir string, pr
 type PlatformOptions struct {
 	Progress func(instance, msg string) // hears what it says while it prepares instances; nil for none
 	Env      []string                   // the environment of the CLIs it runs; nil for taoflow's
+	Redactor *secret.Redactor           // redacts what its CLI printed before an error clips it; nil for none
 }
 
 // environWithout returns env without the variables named in names.
@@ -174,7 +179,7 @@ func BuildPlatform(kind string, data map[string]string, run, stateDir string, op
 		return ssh.New(sshConfig(data, run)), nil
 	case plan.PlatformBrev:
 		cfg := brevConfig(data, run)
-		cfg.Progress, cfg.Env = opts.Progress, opts.Env
+		cfg.Progress, cfg.Env, cfg.Redactor = opts.Progress, opts.Env, opts.Redactor
 		return brev.New(cfg)
 	}
 	return nil, fmt.Errorf("unknown platform %q", kind)

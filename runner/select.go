@@ -160,7 +160,7 @@ func Select(ctx context.Context, p *plan.Plan, opts SelectOptions) (*Selection, 
 		data[dataBinary] = "" // brev from PATH
 		sel.NotRun = prog
 	}
-	pf, err := platformFrom(p, data, "select", "", nil)
+	pf, err := platformFrom(p, data, "select", "", nil, nil)
 	if err != nil {
 		return nil, refused(fmt.Errorf("%s: %w", p.File, err))
 	}

@@ -381,3 +381,25 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+// TestClipStraddle cuts a text at every point across a secret, and in
+// each of its encoded forms: no piece of 8 bytes of the secret (or of the
+// form) is ever left in the clipped text, whose length stays bounded.
+func TestClipStraddle(t *testing.T) {
+	const key = "nvapi-Str4ddl3TheCl1pP01ntXyZ0123456789ab"
+	r := NewRedactor(key)
+	for _, form := range []string{key, base64.StdEncoding.EncodeToString([]byte(key)), hex.EncodeToString([]byte(key))} {
+		text := strings.Repeat("x", 50) + form + " and after"
+		for n := 40; n <= len(text)+1; n++ {
+			got := r.Clip(text, n)
+			if len(got) > n+len("…") {
+				t.Errorf("Clip(…, %d) is %d bytes long", n, len(got))
+			}
+			for i := 0; i+8 <= len(form); i++ {
+				if strings.Contains(got, form[i:i+8]) {
+					t.Fatalf("Clip(…, %d) = %q holds %q, a piece of the secret", n, got, form[i:i+8])
+				}
+			}
+		}
+	}
+}

@@ -267,7 +267,7 @@ func (s *Steps) listTree(ctx context.Context, inst platform.Instance, path strin
 	case res.ExitCode != 0:
 		return nil, s.fail(ClassSendFailed, nil, "listing %s on %s failed (exit code %d): %s", path, inst.Name, res.ExitCode, s.lastLine(res.Stderr))
 	}
-	t, err := parseTree(res.Stdout)
+	t, err := parseTree(res.Stdout, s.redact)
 	if err != nil {
 		return nil, s.fail(ClassSendFailed, err, "listing %s on %s: %v", path, inst.Name, err)
 	}

@@ -106,6 +106,9 @@ type Steps struct {
 	watchMu     sync.Mutex
 	watchers    map[string]*watcher
 	watchClosed bool
+	// wakeClock is the clock of the followers' wake rations (time.Now
+	// when nil); tests stop it.
+	wakeClock func() time.Time
 }
 
 // New returns the steps of the run cfg describes.

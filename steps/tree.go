@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/taoflow/taoflow/secret"
 )
 
 // entry is one thing in a tree send or fetch copies, as a listing shows
@@ -123,7 +125,7 @@ func (t tree) without(p string) tree {
 }
 
 // parseTree reads list.sh's records ("TYPE SIZE MTIME PATH\0").
-func parseTree(out []byte) (tree, error) {
+func parseTree(out []byte, red *secret.Redactor) (tree, error) {
 	t := tree{}
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		if len(rec) == 0 {
@@ -131,15 +133,15 @@ func parseTree(out []byte) (tree, error) {
 		}
 		f := strings.SplitN(string(rec), " ", 4)
 		if len(f) != 4 || len(f[0]) != 1 {
-			return nil, fmt.Errorf("unreadable listing record %q", clipRecord(rec))
+			return nil, fmt.Errorf("unreadable listing record %q", clipRecord(rec, red))
 		}
 		size, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("unreadable size in listing record %q", clipRecord(rec))
+			return nil, fmt.Errorf("unreadable size in listing record %q", clipRecord(rec, red))
 		}
 		mt, err := strconv.ParseFloat(f[2], 64)
 		if err != nil {
-			return nil, fmt.Errorf("unreadable time in listing record %q", clipRecord(rec))
+			return nil, fmt.Errorf("unreadable time in listing record %q", clipRecord(rec, red))
 		}
 		switch ty := f[0][0]; ty {
 		case 'f', 'd', 'l':
@@ -152,11 +154,10 @@ func parseTree(out []byte) (tree, error) {
 	return t, nil
 }
 
-func clipRecord(b []byte) string {
-	if len(b) > 80 {
-		b = b[:80]
-	}
-	return string(b)
+// clipRecord is the start of a listing record for an error message,
+// redacted before it is clipped (a file name may hold anything).
+func clipRecord(b []byte, red *secret.Redactor) string {
+	return red.Clip(string(b), 80)
 }
 
 // localFile is one entry of a tree on this machine, with where it is.

@@ -58,16 +58,87 @@ const (
 	minWatchSessions = 3
 )
 
+// A wake costs a poll, and the events file the watcher follows can be
+// written by any job on the instance: a job appending "@ready" or "@end"
+// lines in a loop would have every wait there poll without pause. So each
+// follower's wakes are rationed, a token bucket: wakeBurst at once, then
+// one per wakeEvery. A wake over the ration is not lost but held back until
+// the ration allows it (one at most: wakes coalesce).
+const (
+	wakeBurst = 2
+	wakeEvery = time.Second
+)
+
+// wakeRation is the token bucket of one follower's wakes. Its clock is
+// now (time.Now when nil).
+type wakeRation struct {
+	now    func() time.Time
+	tokens float64
+	last   time.Time // when tokens was counted; zero: never, the bucket is full
+}
+
+// take spends a token when there is one (ok), else says how long until
+// there is.
+func (r *wakeRation) take() (ok bool, wait time.Duration) {
+	now := time.Now
+	if r.now != nil {
+		now = r.now
+	}
+	t := now()
+	if r.last.IsZero() {
+		r.tokens = wakeBurst
+	} else if d := t.Sub(r.last); d > 0 {
+		r.tokens = min(wakeBurst, r.tokens+float64(d)/float64(wakeEvery))
+	}
+	r.last = t
+	if r.tokens >= 1 {
+		r.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - r.tokens) * float64(wakeEvery))
+}
+
 // follower is one wait's interest in the ends of its jobs.
 type follower struct {
 	jobs map[string]bool
 	wake chan struct{} // capacity 1: wakes coalesce
+
+	mu     sync.Mutex
+	ration wakeRation
+	held   *time.Timer // rings a wake the ration held back
 }
 
+// poke wakes the wait, within its ration: a wake already pending, or held
+// back, takes this one in.
 func (f *follower) poke() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held != nil || len(f.wake) == cap(f.wake) {
+		return
+	}
+	ok, wait := f.ration.take()
+	if !ok {
+		f.held = time.AfterFunc(wait, func() {
+			f.mu.Lock()
+			f.held = nil
+			f.mu.Unlock()
+			f.poke()
+		})
+		return
+	}
 	select {
 	case f.wake <- struct{}{}:
 	default:
+	}
+}
+
+// quiet stops a held-back wake: the wait no longer follows.
+func (f *follower) quiet() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held != nil {
+		f.held.Stop()
+		f.held = nil
 	}
 }
 
@@ -87,6 +158,7 @@ type watcher struct {
 	ready     bool // the current stream printed "@ready"
 	connects  int  // the streams that got ready so far
 	disabled  bool // polls only from now on
+	lines     int  // the lines the streams printed so far
 }
 
 // canWatch reports whether the steps' platform can hold a watcher on its
@@ -115,7 +187,7 @@ func (s *Steps) follow(ws []*watched) (<-chan struct{}, func()) {
 	if !ok {
 		return nil, func() {}
 	}
-	f := &follower{jobs: map[string]bool{}, wake: make(chan struct{}, 1)}
+	f := &follower{jobs: map[string]bool{}, wake: make(chan struct{}, 1), ration: wakeRation{now: s.wakeClock}}
 	insts := map[string]platform.Instance{}
 	for _, w := range ws {
 		f.jobs[w.job.ID] = true
@@ -150,6 +222,7 @@ func (s *Steps) follow(ws []*watched) (<-chan struct{}, func()) {
 		for _, w := range held {
 			w.remove(f)
 		}
+		f.quiet()
 	}
 }
 
@@ -305,6 +378,9 @@ func (w *watcher) loop(ctx context.Context) {
 
 // line handles one line of the watch script.
 func (w *watcher) line(l string) {
+	w.mu.Lock()
+	w.lines++
+	w.mu.Unlock()
 	switch f := strings.Fields(l); {
 	case len(f) == 1 && f[0] == "@ready":
 		w.mu.Lock()

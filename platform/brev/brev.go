@@ -16,6 +16,7 @@ import (
 
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/ssh"
+	"github.com/taoflow/taoflow/secret"
 )
 
 // MinVersion is the oldest brev CLI taoflow works with: the first whose
@@ -44,6 +45,10 @@ type Config struct {
 	// Env is the environment of brev (and of the ssh it starts for brev
 	// exec). nil means os.Environ().
 	Env []string
+	// Redactor redacts the plan's secrets from what brev printed before an
+	// error quotes it, clipped (brev exec's stderr is the remote
+	// command's). nil redacts nothing.
+	Redactor *secret.Redactor
 	// Home is where brev keeps ~/.brev and ~/.ssh/config; brev is run with
 	// HOME set to it. Default: HOME of Env.
 	Home string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/secret"
 )
 
 // waitDelay bounds how long a brev command's output is waited for after
@@ -42,13 +43,14 @@ type callError struct {
 	stdout []byte
 	stderr []byte
 	cause  error // set when the call was killed for taking too long
+	red    *secret.Redactor
 }
 
 func (e *callError) Error() string {
 	if e.cause != nil {
 		return fmt.Sprintf("%s: %v", e.cmd, e.cause)
 	}
-	return fmt.Sprintf("%s: exit status %d: %s", e.cmd, e.code, summary(e.stderr, e.stdout))
+	return fmt.Sprintf("%s: exit status %d: %s", e.cmd, e.code, summary(e.red, e.stderr, e.stdout))
 }
 
 func (e *callError) Unwrap() error { return e.cause }
@@ -91,7 +93,7 @@ func (b *Brev) callWith(ctx context.Context, bin string, args ...string) ([]byte
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: %w", name, context.Cause(ctx))
 	}
-	ce := &callError{cmd: name, code: -1, stdout: stdout.Bytes(), stderr: stderr.Bytes()}
+	ce := &callError{cmd: name, code: -1, stdout: stdout.Bytes(), stderr: stderr.Bytes(), red: b.cfg.Redactor}
 	if cctx.Err() != nil {
 		ce.cause = context.Cause(cctx)
 		return nil, ce
@@ -131,8 +133,9 @@ var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 
 // summary is the end of what a failed brev command printed, for an error
 // message: its last three lines (of stderr, else of stdout), each at most
-// 300 bytes, without the stack-frame lines brev's errors carry.
-func summary(stderr, stdout []byte) string {
+// 300 bytes (redacted by red first), without the stack-frame lines brev's
+// errors carry.
+func summary(red *secret.Redactor, stderr, stdout []byte) string {
 	lines := splitLines(stderr)
 	if len(lines) == 0 {
 		lines = splitLines(stdout)
@@ -140,13 +143,12 @@ func summary(stderr, stdout []byte) string {
 	var keep []string
 	for i := len(lines) - 1; i >= 0 && len(keep) < 3; i-- {
 		l := lines[i]
-		if isFrame(l) || (len(keep) > 0 && keep[0] == l) {
+		if isFrame(l) {
 			continue
 		}
-		if len(l) > 300 {
-			l = l[:300] + "…"
+		if c := red.Clip(l, 300); len(keep) == 0 || keep[0] != c {
+			keep = append([]string{c}, keep...)
 		}
-		keep = append([]string{l}, keep...)
 	}
 	if len(keep) == 0 {
 		return "no message"
@@ -155,14 +157,10 @@ func summary(stderr, stdout []byte) string {
 	// "unexpected EOF", then its "Only created 0/1" and a next type's
 	// failure): the first line that names a failure leads.
 	for _, l := range lines {
-		if isFrame(l) || !causeLine.MatchString(l) || slices.Contains(keep, l) {
-			continue
+		if c := red.Clip(l, 300); !isFrame(l) && causeLine.MatchString(l) && !slices.Contains(keep, c) {
+			keep = append([]string{c}, keep...)
+			break
 		}
-		if len(l) > 300 {
-			l = l[:300] + "…"
-		}
-		keep = append([]string{l}, keep...)
-		break
 	}
 	return strings.Join(keep, " | ")
 }

@@ -158,7 +158,7 @@ func (b *Brev) brevExec(ctx context.Context, inst platform.Instance, script stri
 	return res, &platform.ExecError{
 		Instance:  inst.Name,
 		Transient: transient,
-		Err:       fmt.Errorf("brev exec -- %s exited %d without the command's exit status (%s): %s", inst.Ref, code, why, summary(res.Stderr, nil)),
+		Err:       fmt.Errorf("brev exec -- %s exited %d without the command's exit status (%s): %s", inst.Ref, code, why, summary(b.cfg.Redactor, res.Stderr, nil)),
 	}
 }
 

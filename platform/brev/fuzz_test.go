@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode"
 )
 
 // FuzzParseExecOutput: whatever a script prints (it may print anything,
@@ -56,6 +59,34 @@ func FuzzParseList(f *testing.F) {
 			got, err := ParseList(again)
 			if err != nil || len(got) != len(ws) || (len(ws) > 0 && !reflect.DeepEqual(got, ws)) {
 				t.Fatalf("ParseList(%q) = %+v, but %q reads as %+v, %v", data, ws, again, got, err)
+			}
+		}
+	})
+}
+
+// FuzzParseSearch: no answer makes ParseSearch panic, and every offer it
+// accepts is one type (no comma, no space, no leading '-'), with no
+// control character in its texts and a finite price of 0 or more.
+func FuzzParseSearch(f *testing.F) {
+	f.Add([]byte(`[{"type":"g5.xlarge","provider":"aws","gpu_name":"A10G","gpu_count":1,"price_per_hour":1.21}]`))
+	f.Add([]byte(`[{"type":"g5.xlarge,p5.48xlarge","price_per_hour":0.01}]`))
+	f.Add([]byte(`[{"type":"g5.xlarge","price_per_hour":-98.32}]`))
+	f.Add([]byte(`[{"type":"g5\u001b]52;c;aGk=\u0007","gpu_name":"A10G\u009b2K"}]`))
+	f.Add([]byte(`[{"type":"--dry-run"},{"type":"a b"},{"type":""}]`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		offers, err := ParseSearch(data)
+		if err != nil {
+			return
+		}
+		for _, o := range offers {
+			bad := o.Type == "" || strings.HasPrefix(o.Type, "-") || strings.ContainsAny(o.Type, ", \t\n\r") ||
+				o.PricePerHour < 0 || math.IsNaN(o.PricePerHour) || math.IsInf(o.PricePerHour, 0) || o.GPUs < 0
+			for _, s := range []string{o.Type, o.Provider, o.GPU} {
+				bad = bad || strings.IndexFunc(s, unicode.IsControl) >= 0
+			}
+			if bad {
+				t.Fatalf("ParseSearch(%q) accepted %+v", data, o)
 			}
 		}
 	})

@@ -412,11 +412,7 @@ func (b *Brev) probe(ctx context.Context, inst platform.Instance) error {
 	case err != nil:
 		return err
 	case res.ExitCode != 0 || strings.TrimSuffix(string(res.Stdout), "\n") != "ok":
-		out := res.Stdout
-		if len(out) > 200 {
-			out = out[:200]
-		}
-		return fmt.Errorf("`echo ok` exited %d and printed %q", res.ExitCode, out)
+		return fmt.Errorf("`echo ok` exited %d and printed %q", res.ExitCode, b.cfg.Redactor.Clip(string(res.Stdout), 200))
 	}
 	return nil
 }

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/taoflow/taoflow/platform"
 )
@@ -31,7 +35,8 @@ type searchItem struct {
 }
 
 // ParseSearch reads the output of `brev search --json`: a JSON array, []
-// when nothing matches.
+// when nothing matches. An answer with an entry no real brev prints (see
+// refuseItem) is an error: taoflow trusts none of it.
 func ParseSearch(out []byte) ([]platform.Offer, error) {
 	trimmed := bytes.TrimSpace(out)
 	if len(trimmed) == 0 || trimmed[0] != '[' {
@@ -42,9 +47,12 @@ func ParseSearch(out []byte) ([]platform.Offer, error) {
 		return nil, fmt.Errorf("brev search --json printed an array that is not a list of instance types: %w (output begins %s)", err, quoteStart(trimmed))
 	}
 	offers := make([]platform.Offer, 0, len(items))
-	for _, it := range items {
+	for i, it := range items {
 		if it.Type == "" {
 			continue
+		}
+		if why := refuseItem(it); why != "" {
+			return nil, fmt.Errorf("brev search --json listed an instance type that taoflow refuses: entry %d (type %q) %s; the real brev never prints this: check which brev runs (its path), and use --brev-binary to name one", i+1, it.Type, why)
 		}
 		provider := it.Provider
 		if provider == "" {
@@ -55,6 +63,49 @@ func ParseSearch(out []byte) ([]platform.Offer, error) {
 			Boot: time.Duration(it.BootSeconds) * time.Second, PricePerHour: it.PricePerHour, Available: true})
 	}
 	return offers, nil
+}
+
+// maxSearchText bounds each text of an entry of brev search's answer.
+const maxSearchText = 128
+
+// refuseItem says why an entry of brev search's answer cannot be trusted,
+// "" when it can: a type that would not reach brev create as one type (a
+// comma makes a fallback chain that no filter checked, a leading '-' a
+// flag, a space or a control character several words or a terminal
+// escape), a text holding a control character (it reaches the terminal),
+// or a number that is negative or not finite (a negative price makes every
+// cost negative, and max_cost could never trip).
+func refuseItem(it searchItem) string {
+	switch {
+	case len(it.Type) > maxSearchText:
+		return fmt.Sprintf("has a type of %d bytes (at most %d)", len(it.Type), maxSearchText)
+	case strings.HasPrefix(it.Type, "-"):
+		return "has a type starting with '-' (it would read as a flag)"
+	case strings.Contains(it.Type, ","):
+		return "has a type holding a comma (a comma separates the types of a fallback chain)"
+	case strings.IndexFunc(it.Type, unicode.IsSpace) >= 0:
+		return "has a type holding a space"
+	}
+	for _, f := range []struct{ name, v string }{{"type", it.Type}, {"cloud", it.Cloud}, {"provider", it.Provider}, {"gpu_name", it.GPUName}} {
+		switch {
+		case len(f.v) > maxSearchText:
+			return fmt.Sprintf("has a %s of %d bytes (at most %d)", f.name, len(f.v), maxSearchText)
+		case !utf8.ValidString(f.v):
+			return fmt.Sprintf("has a %s that is not UTF-8", f.name)
+		case strings.IndexFunc(f.v, unicode.IsControl) >= 0:
+			return fmt.Sprintf("has a %s holding a control character", f.name)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    float64
+	}{{"price_per_hour", it.PricePerHour}, {"vram_per_gpu_gb", it.VRAMPerGPU}, {"disk_min_gb", it.DiskMinGB}, {"disk_max_gb", it.DiskMaxGB},
+		{"gpu_count", float64(it.GPUCount)}, {"boot_time_seconds", float64(it.BootSeconds)}} {
+		if n.v < 0 || math.IsNaN(n.v) || math.IsInf(n.v, 0) {
+			return fmt.Sprintf("has %s %v (it must be a finite number, 0 or more)", n.name, n.v)
+		}
+	}
+	return ""
 }
 
 // searchArgs are the arguments of `brev search` for the filters brev has

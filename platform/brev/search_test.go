@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -140,5 +141,44 @@ func TestCreateLearnsTypeAndPrice(t *testing.T) {
 	}
 	if s := f.Status(inst.Ref); s != "RUNNING" {
 		t.Errorf("after a refused stop the instance is %s", s)
+	}
+}
+
+// TestParseSearchRefuses: an answer of brev search with an entry no real
+// brev prints is refused whole, saying which entry and why: a type that
+// would not reach brev create as one type, a text with a control
+// character, a number that is negative or not finite.
+func TestParseSearchRefuses(t *testing.T) {
+	good := `{"type":"n1-highmem-4:nvidia-tesla-t4:1","cloud":"gcp","provider":"gcp","gpu_name":"T4","gpu_count":1,"price_per_hour":0.45}`
+	if offers, err := ParseSearch([]byte("[" + good + "]")); err != nil || len(offers) != 1 || offers[0].Type != "n1-highmem-4:nvidia-tesla-t4:1" {
+		t.Fatalf("a genuine entry: %+v, %v", offers, err)
+	}
+	for name, c := range map[string]struct{ item, want string }{
+		"comma":            {`{"type":"g5.xlarge,p5.48xlarge","price_per_hour":0.01}`, `entry 2 (type "g5.xlarge,p5.48xlarge") has a type holding a comma`},
+		"flag":             {`{"type":"--dry-run"}`, `has a type starting with '-'`},
+		"space":            {`{"type":"g5 xlarge"}`, `has a type holding a space`},
+		"tab":              {`{"type":"g5\txlarge"}`, `has a type holding a space`},
+		"osc in type":      {`{"type":"g5\u001b]52;c;aGk=\u0007"}`, `(type "g5\x1b]52;c;aGk=\a") has a type holding a control character`},
+		"escape in gpu":    {`{"type":"g5.xlarge","gpu_name":"A10G\u001b[2K"}`, `has a gpu_name holding a control character`},
+		"c1 in provider":   {`{"type":"g5.xlarge","provider":"aws\u009b"}`, `has a provider holding a control character`},
+		"del in cloud":     {`{"type":"g5.xlarge","cloud":"aws\u007f"}`, `has a cloud holding a control character`},
+		"negative price":   {`{"type":"g5.xlarge","price_per_hour":-98.32}`, `has price_per_hour -98.32 (it must be a finite number, 0 or more)`},
+		"negative gpus":    {`{"type":"g5.xlarge","gpu_count":-1}`, `has gpu_count -1`},
+		"negative vram":    {`{"type":"g5.xlarge","vram_per_gpu_gb":-24}`, `has vram_per_gpu_gb -24`},
+		"negative boot":    {`{"type":"g5.xlarge","boot_time_seconds":-1}`, `has boot_time_seconds -1`},
+		"infinite price":   {`{"type":"g5.xlarge","price_per_hour":1e999}`, `not a list of instance types`},
+		"long type":        {`{"type":"` + strings.Repeat("g", 200) + `"}`, `has a type of 200 bytes (at most 128)`},
+		"long gpu name":    {`{"type":"g5.xlarge","gpu_name":"` + strings.Repeat("A", 200) + `"}`, `has a gpu_name of 200 bytes`},
+		"string for price": {`{"type":"g5.xlarge","price_per_hour":"-1"}`, `not a list of instance types`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			offers, err := ParseSearch([]byte("[" + good + "," + c.item + "]"))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("ParseSearch = %+v, %v; want an error saying %q", offers, err, c.want)
+			}
+			if strings.ContainsAny(err.Error(), "\x1b\x07\u009b\x7f") {
+				t.Errorf("the error %q holds a control character", err)
+			}
+		})
 	}
 }

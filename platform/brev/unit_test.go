@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/taoflow/taoflow/internal/testrig"
+	"github.com/taoflow/taoflow/secret"
 )
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]*$`)
@@ -256,7 +257,7 @@ func TestSplitLines(t *testing.T) {
 	}
 	stderr := "1 error occurred:\n\t* [error] \ngithub.com/brevdev/brev-cli/pkg/cmd/delete.deleteWorkspace\n" +
 		"/home/runner/work/brev-cli/brev-cli/pkg/cmd/delete/delete.go:87\n: [error] \n: instance with id/name foo not found\r⠋ \r"
-	if got, want := summary([]byte(stderr), nil), "1 error occurred: | ⠋"; !strings.Contains(got, "instance with id/name foo not found") || strings.Contains(got, "delete.go") {
+	if got, want := summary(nil, []byte(stderr), nil), "1 error occurred: | ⠋"; !strings.Contains(got, "instance with id/name foo not found") || strings.Contains(got, "delete.go") {
 		t.Errorf("summary = %q; want the message without stack frames (like %q)", got, want)
 	}
 }
@@ -411,8 +412,26 @@ func TestSummaryKeepsCause(t *testing.T) {
 		"[Worker 1] g5.2xlarge Failed: duplicate workspace: a workspace named 'tf-r-gpu' already exists\n" +
 		"Warning: Only created 0/1 instances\n" +
 		"could only create 0/1 instances\n"
-	got := summary([]byte(stderr), nil)
+	got := summary(nil, []byte(stderr), nil)
 	if !strings.Contains(got, "unexpected EOF") || !strings.HasSuffix(got, "could only create 0/1 instances") {
 		t.Errorf("summary = %q; want the cause (unexpected EOF) and the last line", got)
+	}
+}
+
+// TestSummaryRedactsBeforeClip: a secret across the 300-byte clip of a
+// line of what brev printed (brev exec's stderr is the remote command's)
+// leaves no piece of itself in the summary.
+func TestSummaryRedactsBeforeClip(t *testing.T) {
+	const key = "nvapi-Summ4ryStr4ddl3sTheCl1p0123456789ab"
+	red := secret.NewRedactor(key)
+	line := strings.Repeat("e", 280) + key + " failed"
+	got := summary(red, []byte("error: something\n"+line+"\n"), nil)
+	for i := 0; i+8 <= len(key); i++ {
+		if strings.Contains(got, key[i:i+8]) {
+			t.Fatalf("summary = %q holds %q, a piece of the secret", got, key[i:i+8])
+		}
+	}
+	if !strings.Contains(got, strings.Repeat("e", 280)+"***") {
+		t.Errorf("summary = %q; want the line up to the redacted secret", got)
 	}
 }

@@ -2,6 +2,7 @@ package brevtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -74,6 +75,10 @@ type Options struct {
 	// unavailable (no capacity)" (the catalogue already marks
 	// gpu_1x_h100_pcie so), as when a cloud runs out of a GPU.
 	OutOfCapacity []string
+	// ExtraOffers are JSON objects (`{"type": "a,b", "price_per_hour":
+	// -1}`) that search --json lists first, whatever its filters: the
+	// entries of a hostile or broken brev.
+	ExtraOffers []string
 }
 
 // Fake is one fake brev: its binary, the HOME it works in and its state.
@@ -129,6 +134,9 @@ func Start(t testing.TB, opts Options) *Fake {
 		Banner:           opts.Banner,
 		OnboardingPrompt: opts.OnboardingPrompt,
 		OutOfCapacity:    opts.OutOfCapacity,
+	}
+	for _, x := range opts.ExtraOffers {
+		o.ExtraOffers = append(o.ExtraOffers, json.RawMessage(x))
 	}
 	if opts.ControlMaster {
 		// Short: a socket path must fit in 108 bytes, with ssh's suffix.

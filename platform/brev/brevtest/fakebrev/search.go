@@ -182,8 +182,10 @@ func (a *app) searchCmd() *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var failed bool
+			var extra []json.RawMessage
 			if err := fakestate.Update(a.dir, func(s *fakestate.State) error {
 				failed = s.TakeFault(fakestate.FaultSearchError, "")
+				extra = s.Options.ExtraOffers
 				return nil
 			}); err != nil {
 				return err
@@ -203,7 +205,15 @@ func (a *app) searchCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				b, err := json.MarshalIndent(offers, "", "  ")
+				items := append(make([]json.RawMessage, 0, len(extra)+len(offers)), extra...)
+				for _, o := range offers {
+					b, err := json.Marshal(o)
+					if err != nil {
+						return err
+					}
+					items = append(items, b)
+				}
+				b, err := json.MarshalIndent(items, "", "  ")
 				if err != nil {
 					return err
 				}

@@ -115,6 +115,9 @@ type Options struct {
 	// OutOfCapacity lists instance types that create skips as "currently
 	// unavailable (no capacity)", besides those the catalogue marks so.
 	OutOfCapacity []string `json:"out_of_capacity,omitempty"`
+	// ExtraOffers are JSON objects search --json prints first, whatever
+	// its filters: a hostile or broken brev's entries.
+	ExtraOffers []json.RawMessage `json:"extra_offers,omitempty"`
 }
 
 // NoCapacity reports whether typ is listed in OutOfCapacity.
