@@ -54,7 +54,7 @@ func TestBrevUploadFailedButFetched(t *testing.T) {
 	if !strings.Contains(out, "instance gpu: deleted") || strings.Contains(out, "stopped instead of deleted") {
 		t.Errorf("the instance whose results were fetched is not deleted:\n%s", out)
 	}
-	if strings.Contains(errOut, "bill") || strings.Contains(errOut, "may still exist") {
+	if strings.Contains(errOut, "bills for its disk") || strings.Contains(errOut, "may still exist") {
 		t.Errorf("the end of the run speaks of billing:\n%s", errOut)
 	}
 	f.CheckNoneAlive(t)
@@ -98,8 +98,7 @@ func TestBrevDeleteFailsExit3(t *testing.T) {
 		code, out, errOut = applyCLI(t, "destroy", "latest", "--yes")
 	}
 	if code != exitOK {
-		t.Fatalf("destroy exit %d
-%s%s", code, out, errOut)
+		t.Fatalf("destroy exit %d\n%s%s", code, out, errOut)
 	}
 	f.CheckNoneAlive(t)
 }
