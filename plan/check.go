@@ -758,6 +758,13 @@ func (c *checker) runWithoutWait() {
 			if r.Uses != KindRun || r.ID == "" {
 				continue
 			}
+			// A run it reads: one it needs itself, or one that declares
+			// results (a run further up without results, such as a
+			// service left running, is the warning's business).
+			direct := slices.ContainsFunc(u.Needs, func(n Name) bool { return n.Name == r.ID })
+			if !direct && r.With.Get("results") == nil {
+				continue
+			}
 			if slices.ContainsFunc(c.p.AllSteps(), func(w *Step) bool {
 				return w.Uses == KindWait && before[w] && slices.ContainsFunc(w.Needs, func(n Name) bool { return n.Name == r.ID })
 			}) {
