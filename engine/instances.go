@@ -223,11 +223,12 @@ func releasedMessage(o ReleaseOutcome) string {
 
 // holdsResults reports whether some directory a failed upload or fetch
 // did not copy off the instance was not copied by a verified one either
-// (the same directory, or one above it).
+// (the same directory, or one above it) that started after it or after
+// the same nodes.
 func (in *instRun) holdsResults() bool {
 	for _, u := range in.unsaved {
 		if !slices.ContainsFunc(in.saved, func(s copied) bool {
-			return s.seq > u.seq && (s.dir == u.dir || s.dir == "/" || strings.HasPrefix(u.dir, s.dir+"/"))
+			return (s.seq > u.seq || s.needs == u.needs) && (s.dir == u.dir || s.dir == "/" || strings.HasPrefix(u.dir, s.dir+"/"))
 		}) {
 			return true
 		}
@@ -236,8 +237,10 @@ func (in *instRun) holdsResults() bool {
 }
 
 // copied is a directory an upload or fetch copied (or failed to copy) off
-// an instance, and when that node started (nodeRun.startSeq).
+// an instance, when that node started (nodeRun.startSeq), and what it
+// waited for (needsKey).
 type copied struct {
-	dir string
-	seq int
+	dir   string
+	seq   int
+	needs string
 }

@@ -55,6 +55,7 @@ func TestReleaseOnlyForRealRisk(t *testing.T) {
 		{name: "real failure stops", fetchNeed: "wait", fetchFrom: "~/elsewhere", upErr: errors.New("upload failed: exit 1"), stopped: true},
 		{name: "verified fetch after saves", fetchNeed: "up", fetchFrom: "~/out", upErr: errors.New("upload failed: exit 1"), stopped: false},
 		{name: "fetch of a parent after saves", fetchNeed: "up", fetchFrom: `"~/"`, upErr: errors.New("upload failed: exit 1"), stopped: false},
+		{name: "verified fetch beside it after the same wait saves", fetchNeed: "wait", fetchFrom: "~/out", upErr: errors.New("upload failed: exit 1"), stopped: false},
 		{name: "fetch of another dir does not", fetchNeed: "up", fetchFrom: "~/out2", upErr: errors.New("upload failed: exit 1"), stopped: true},
 		{name: "failed fetch does not", fetchNeed: "up", fetchFrom: "~/out", upErr: errors.New("upload failed: exit 1"), fetchErr: errors.New("fetch failed"), stopped: true},
 	} {

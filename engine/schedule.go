@@ -65,16 +65,17 @@ func (x *execution) finish(nr *nodeRun, st NodeState, msg string, code *int) {
 	// started, because its training failed, has nothing to lose, and
 	// neither has one that failed on its own settings before copying
 	// anything). A verified copy of the same directory (or one above it)
-	// by a node that started later (a fetch after a failed upload-s3)
-	// saves them all the same: it saw at least what the failed one would
-	// have.
+	// by a node that started later (a fetch after a failed upload-s3), or
+	// that waited for the same nodes (a fetch beside it after the same
+	// wait), saves them all the same: it saw at least what the failed one
+	// would have.
 	if plan.SavesResults(nr.n.Step.Uses) && nr.instance != "" {
 		in := x.insts[nr.instance]
 		switch from, verified := x.savesFrom(nr); {
 		case st == Succeeded && verified:
-			in.saved = append(in.saved, copied{from, nr.startSeq})
+			in.saved = append(in.saved, copied{from, nr.startSeq, needsKey(nr.n)})
 		case st != Succeeded && nr.started && !nr.settings:
-			in.unsaved = append(in.unsaved, copied{from, nr.startSeq})
+			in.unsaved = append(in.unsaved, copied{from, nr.startSeq, needsKey(nr.n)})
 		}
 	}
 	x.emit(Event{Type: NodeEnded, Node: nr.n.ID, Step: nr.n.Step.ID, Instance: nr.instance, State: st, Message: msg, ExitCode: code})
@@ -510,4 +511,15 @@ func (x *execution) savesFrom(nr *nodeRun) (string, bool) {
 		verified = false
 	}
 	return from, verified
+}
+
+// needsKey names the nodes n waits for, sorted: two results copies with
+// the same key started once the same work had ended.
+func needsKey(n *Node) string {
+	deps := make([]string, len(n.Needs))
+	for i, d := range n.Needs {
+		deps[i] = d.String()
+	}
+	slices.Sort(deps)
+	return strings.Join(deps, "\x00")
 }
