@@ -81,6 +81,10 @@ func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upst
 		st, msg := classify(ctx, actx, err)
 		cancel()
 		res.st, res.msg, res.code = st, msg, exitCode(err)
+		// Settings only when every attempt failed so: one that copied
+		// part before it failed leaves results behind.
+		var sf SettingsFailure
+		res.settings = (attempt == 1 || res.settings) && st == Failed && errors.As(err, &sf) && sf.SettingsError()
 		if nr.salvage && errors.Is(err, ErrNothingToSalvage) {
 			res.nothing, res.msg = true, err.Error()
 			return res

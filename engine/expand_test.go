@@ -153,7 +153,8 @@ instances: {box: {}}
 steps:
   - {id: a, uses: run, matrix: {x: [y-z]}, with: {command: echo a}}
   - {id: a-x, uses: run, matrix: {y: [z]}, with: {command: echo a-x}}
-  - {id: w, uses: wait, needs: [a, a-x]}
+  - {id: w, uses: wait, needs: [a], matrix: inherit}
+  - {id: w2, uses: wait, needs: [a-x], matrix: inherit}
 `)
 	a, ax := g.StepNodes("a")[0], g.StepNodes("a-x")[0]
 	if a.Cell.ID != "x-y-z" || ax.Cell.ID != "y-z" {

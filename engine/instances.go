@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sourcegraph/conc/panics"
 )
@@ -34,10 +35,14 @@ type instRun struct {
 	busy        []bool // busy[i]: a cell holds slot i
 	phase       instPhase
 	acquireErr  error // why it is unavailable
-	// uploadFailed: an upload ran on it and did not succeed, so its disk
-	// holds results that exist nowhere else: it is stopped, not deleted,
-	// unless a delete step asked to force it (forceDelete).
-	uploadFailed, forceDelete bool
+	// unsaved are the directories an upload or fetch that ran on it did
+	// not copy (it failed after it started copying); saved those a
+	// verified upload or fetch copied. An unsaved directory no saved one
+	// holds means its disk holds results that exist nowhere else
+	// (holdsResults): it is stopped, not deleted, unless a delete step
+	// asked to force it (forceDelete).
+	unsaved, saved []copied
+	forceDelete    bool
 	// waiters are delete steps waiting for the release to end.
 	waiters       []chan error
 	releaseErrMsg string         // why the release failed ("" if it did not)
@@ -149,7 +154,7 @@ func (x *execution) releaseAsked(m releaseRequest) {
 
 func (x *execution) startRelease(in *instRun) {
 	mode := ReleaseDelete
-	if in.uploadFailed && !in.forceDelete {
+	if in.holdsResults() && !in.forceDelete {
 		mode = ReleaseStop
 	}
 	in.phase = instReleasing
@@ -210,6 +215,32 @@ func releasedMessage(o ReleaseOutcome) string {
 		return "kept (keep: true)"
 	case ReleaseLeftAlone:
 		return "left as it is (not created by this run)"
+	case ReleaseHeld:
+		return "held, not deleted: a results upload or fetch on it failed, so it keeps them (it costs nothing)"
 	}
 	return "released; what became of it is unknown"
+}
+
+// holdsResults reports whether some directory a failed upload or fetch
+// did not copy off the instance was not copied by a verified one either
+// (the same directory, or one above it) that started after it or after
+// the same nodes.
+func (in *instRun) holdsResults() bool {
+	for _, u := range in.unsaved {
+		if !slices.ContainsFunc(in.saved, func(s copied) bool {
+			return (s.seq > u.seq || s.needs == u.needs) && (s.dir == u.dir || s.dir == "/" || strings.HasPrefix(u.dir, s.dir+"/"))
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
+// copied is a directory an upload or fetch copied (or failed to copy) off
+// an instance, when that node started (nodeRun.startSeq), and what it
+// waited for (needsKey).
+type copied struct {
+	dir   string
+	seq   int
+	needs string
 }

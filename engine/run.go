@@ -63,6 +63,13 @@ type Upstream struct {
 	Instance string
 }
 
+// SettingsFailure is implemented by an Executor's error that says the
+// step failed on its own settings before it touched its instance (a
+// with.to that is no URL, a secret without a value): an upload or fetch
+// that failed so copied nothing and lost nothing, so its instance is not
+// kept for it (steps.Error: ClassInvalidConfig, ClassUnsupported).
+type SettingsFailure interface{ SettingsError() bool }
+
 // ExitCoder is implemented by errors that carry a process exit code.
 type ExitCoder interface {
 	ExitCode() int
@@ -109,6 +116,11 @@ const (
 	// ReleaseLeftAlone: the run did not create it (an ssh host, an
 	// existing instance); only the run's jobs on it were stopped.
 	ReleaseLeftAlone
+	// ReleaseHeld: the run created it on a platform that neither stops
+	// nor bills (a local sandbox) and left it as it is, because it holds
+	// results whose upload failed. It still exists, costs nothing, and is
+	// removed by taoflow destroy.
+	ReleaseHeld
 )
 
 func (o ReleaseOutcome) String() string {
@@ -121,6 +133,8 @@ func (o ReleaseOutcome) String() string {
 		return "kept"
 	case ReleaseLeftAlone:
 		return "left alone"
+	case ReleaseHeld:
+		return "held"
 	}
 	return "unknown"
 }
@@ -173,6 +187,9 @@ type Summary struct {
 	Stopped []string
 	// Kept lists instances kept by keep: true.
 	Kept []string
+	// Held lists instances left as they are to keep results whose upload
+	// failed, on a platform where they cost nothing (ReleaseHeld).
+	Held []string
 	// Left lists instances whose release failed or was refused: they may
 	// still exist (and bill). LeftWhy says why, by instance.
 	Left    []string
@@ -217,6 +234,9 @@ type nodeResult struct {
 	code *int
 	// nothing: a salvage node found nothing to copy (ErrNothingToSalvage).
 	nothing bool
+	// settings: its last attempt failed on the step's own settings,
+	// before it touched the instance (SettingsFailure).
+	settings bool
 }
 
 // acquireResult: an instance's Acquire returned (its worker is done).
@@ -250,6 +270,8 @@ func (releaseRequest) message() {}
 type execution struct {
 	g   *Graph
 	cfg Config
+	// starts counts the nodes started so far (nodeRun.startSeq).
+	starts int
 
 	mu    sync.Mutex // serialises observer calls
 	nodes []*nodeRun
@@ -455,6 +477,7 @@ func (x *execution) handle(msg message) {
 		if m.nr.salvage {
 			x.salvageEnded(&m)
 		}
+		m.nr.settings = m.settings
 		x.finish(m.nr, m.st, m.msg, m.code)
 	case acquireResult:
 		x.inflight--
@@ -510,6 +533,8 @@ func (x *execution) summary() Summary {
 			s.Stopped = append(s.Stopped, name)
 		case in.outcome == ReleaseKept:
 			s.Kept = append(s.Kept, name)
+		case in.outcome == ReleaseHeld:
+			s.Held = append(s.Held, name)
 		}
 	}
 	return s

@@ -164,7 +164,7 @@ steps:
     uses: upload-s3
     needs: [wait]
     matrix: inherit
-    with: {from: ~/r, to: "file:///tmp/r"}
+    with: {from: "~/r/${{ cell.id }}", to: "file:///tmp/r/${{ cell.id }}"}
 finally:
   - id: teardown
     uses: delete

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -18,6 +19,12 @@ type nodeRun struct {
 	group    *groupRun
 	finally  bool
 	started  bool
+	// settings: it failed on its step's own settings before touching
+	// its instance (nodeResult.settings).
+	settings bool
+	// startSeq orders the starts of nodes (execution.starts when it
+	// started).
+	startSeq int
 	// salvage: it runs as a salvage node (salvage.go), instead of ending
 	// as salvageWhy says; partial says why what it copies may be partial
 	// ("" when every node before it succeeded).
@@ -55,9 +62,21 @@ func (x *execution) finish(nr *nodeRun, st NodeState, msg string, code *int) {
 	}
 	// An upload or fetch that ran and did not succeed leaves results only
 	// on the instance's disk: it must not be deleted (one that never
-	// started, because its training failed, has nothing to lose).
-	if plan.SavesResults(nr.n.Step.Uses) && nr.started && st != Succeeded && nr.instance != "" {
-		x.insts[nr.instance].uploadFailed = true
+	// started, because its training failed, has nothing to lose, and
+	// neither has one that failed on its own settings before copying
+	// anything). A verified copy of the same directory (or one above it)
+	// by a node that started later (a fetch after a failed upload-s3), or
+	// that waited for the same nodes (a fetch beside it after the same
+	// wait), saves them all the same: it saw at least what the failed one
+	// would have.
+	if plan.SavesResults(nr.n.Step.Uses) && nr.instance != "" {
+		in := x.insts[nr.instance]
+		switch from, verified := x.savesFrom(nr); {
+		case st == Succeeded && verified:
+			in.saved = append(in.saved, copied{from, nr.startSeq, needsKey(nr.n)})
+		case st != Succeeded && nr.started && !nr.settings:
+			in.unsaved = append(in.unsaved, copied{from, nr.startSeq, needsKey(nr.n)})
+		}
 	}
 	x.emit(Event{Type: NodeEnded, Node: nr.n.ID, Step: nr.n.Step.ID, Instance: nr.instance, State: st, Message: msg, ExitCode: code})
 	if st != Succeeded && !nr.finally && !nr.n.Step.ContinueOnError && x.g.Plan.FailFast && st != Skipped && st != Canceled {
@@ -439,7 +458,8 @@ func (x *execution) place(g *groupRun, in *instRun) {
 }
 
 func (x *execution) start(nr *nodeRun) {
-	nr.state, nr.started = Running, true
+	x.starts++
+	nr.state, nr.started, nr.startSeq = Running, true, x.starts
 	x.running++
 	x.perStep[nr.n.Step.ID]++
 	ctx, cancel := x.stepsCtx, context.CancelFunc(func() {})
@@ -475,4 +495,31 @@ func (x *execution) slotOf(nr *nodeRun) *Slot {
 // upstream resolves a node's dependencies for the instance it runs on.
 func (x *execution) upstream(nr *nodeRun) []Upstream {
 	return x.g.Upstream(nr.n, nr.instance, func(t *Node) string { return x.byID[t.ID].instance })
+}
+
+// savesFrom returns the directory an upload-s3 or fetch node copies off its
+// instance (with.from as it ran there), and whether a success of it counts
+// as a verified copy (an upload-s3 with verify: false does not).
+func (x *execution) savesFrom(nr *nodeRun) (string, bool) {
+	w := x.g.With(nr.n, Scope{RunID: x.cfg.RunID, Instance: nr.instance})
+	from := ""
+	if v := w.Get("from"); v != nil {
+		from = path.Clean(v.Text)
+	}
+	verified := true
+	if v := w.Get("verify"); v != nil && strings.EqualFold(v.Text, "false") {
+		verified = false
+	}
+	return from, verified
+}
+
+// needsKey names the nodes n waits for, sorted: two results copies with
+// the same key started once the same work had ended.
+func needsKey(n *Node) string {
+	deps := make([]string, len(n.Needs))
+	for i, d := range n.Needs {
+		deps[i] = d.String()
+	}
+	slices.Sort(deps)
+	return strings.Join(deps, "\x00")
 }

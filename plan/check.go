@@ -126,6 +126,9 @@ func (c *checker) stepSecrets(s *Step) []Name {
 			return names(env)
 		}
 		if s.Uses != KindRun {
+			// The AWS CLI's own names, when with.env names none: the two
+			// keys are needed for an s3:// URL (impliedSecrets), the token
+			// goes along when declared.
 			var out []Name
 			for _, n := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
 				if c.declared(n) {
@@ -141,6 +144,45 @@ func (c *checker) stepSecrets(s *Step) []Name {
 		return []Name{{Name: "NGC_KEY", Pos: s.UsesPos}}
 	}
 	return nil
+}
+
+// DefaultAWSSecrets are the secrets an upload-s3 or download-s3 step with
+// an s3:// URL and no with.env sends to the AWS CLI: its own variable
+// names for the keys. They must be declared, as with.env's must.
+var DefaultAWSSecrets = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+
+// s3URL returns the value of an upload-s3's to or a download-s3's from
+// when it is an s3:// URL (vars substituted), and its key.
+func (c *checker) s3URL(s *Step) (*Value, string) {
+	key := "to"
+	switch s.Uses {
+	case KindUploadS3:
+	case KindDownloadS3:
+		key = "from"
+	default:
+		return nil, ""
+	}
+	v := s.With.Get(key)
+	if v == nil || v.Kind != Scalar {
+		return nil, ""
+	}
+	text := v.Text
+	if HasExpr(text) {
+		t, err := ParseTemplate(text)
+		if err != nil {
+			return nil, ""
+		}
+		text = t.Render(func(r Ref) (string, bool) {
+			if r.NS == NSVars {
+				return c.p.Var(r.Name)
+			}
+			return "", false
+		}, nil)
+	}
+	if !strings.HasPrefix(text, "s3://") {
+		return nil, ""
+	}
+	return v, key
 }
 
 func (c *checker) step(s *Step) {
@@ -203,8 +245,21 @@ func (c *checker) step(s *Step) {
 			c.d.errorf(s.IDPos, "wait step %q must need a run step: it waits for the jobs that step launched", s.ID)
 		}
 		c.waitWhereRun(s)
+		c.waitPerCell(s)
 	case KindSend, KindFetch:
 		c.transfer(s) // transfer.go
+	}
+	if url, key := c.s3URL(s); url != nil && s.With.Get("env") == nil {
+		var missing []string
+		for _, n := range DefaultAWSSecrets {
+			if !c.declared(n) {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) > 0 {
+			c.d.errorf(url.Pos, "%s step %q: with.%s is an s3:// URL, so the AWS CLI on the instance needs the secret%s %s (with.env names none, so the AWS CLI's own names are used): add %s to secrets: at the top of the plan (the values then come from taoflow's environment), or name your secrets in with.env (env: [] for none, when the instance has credentials of its own)",
+				s.Uses, s.ID, key, plural(len(missing)), strings.Join(missing, " and "), strings.Join(missing, ", "))
+		}
 	}
 	for _, n := range c.stepSecrets(s) {
 		if !c.declared(n.Name) {
@@ -693,10 +748,58 @@ func (c *checker) runWithoutWait() {
 			}
 		}
 	}
+	unwaited := map[*Step]bool{} // run steps a results step reads without a wait (errors)
+	for _, u := range c.p.AllSteps() {
+		if !SavesResults(u.Uses) {
+			continue
+		}
+		before := c.ancestors(u)
+		for r := range before {
+			if r.Uses != KindRun || r.ID == "" {
+				continue
+			}
+			// A run it reads: one it needs itself, or one that declares
+			// results (a run further up without results, such as a
+			// service left running, is the warning's business).
+			direct := slices.ContainsFunc(u.Needs, func(n Name) bool { return n.Name == r.ID })
+			if !direct && r.With.Get("results") == nil {
+				continue
+			}
+			if slices.ContainsFunc(c.p.AllSteps(), func(w *Step) bool {
+				return w.Uses == KindWait && before[w] && slices.ContainsFunc(w.Needs, func(n Name) bool { return n.Name == r.ID })
+			}) {
+				continue
+			}
+			unwaited[r] = true
+			c.d.errorf(u.IDPos, "%s step %q copies results of run step %q, but no wait step for %q comes before it: it would start while the jobs still run, copy nothing or half, and teardown would then kill them; add a wait step (uses: wait, needs: [%s]) and make %q need it", u.Uses, u.ID, r.ID, r.ID, r.ID, u.ID)
+		}
+	}
 	for _, s := range c.p.AllSteps() {
-		if s.Uses == KindRun && s.ID != "" && !waited[s.ID] {
+		if s.Uses == KindRun && s.ID != "" && !waited[s.ID] && !unwaited[s] {
 			c.d.warnf(s.IDPos, "run step %q has no wait step after it: its jobs are launched and nobody waits for them (add a wait step that needs %s)", s.ID, s.ID)
 		}
+	}
+}
+
+// waitPerCell checks that a wait for a per-cell run step waits per cell
+// (matrix: inherit): a wait once per instance follows every job there as
+// one node, so a cell whose job failed would be reported by no cell, and
+// the cells' results steps would start before their own jobs ended.
+func (c *checker) waitPerCell(s *Step) {
+	for _, n := range s.Needs {
+		t := c.steps[n.Name]
+		if t == nil || t.Uses != KindRun {
+			continue
+		}
+		root := c.p.MatrixRoot(t)
+		if root == nil || c.p.MatrixRoot(s) == root {
+			continue
+		}
+		pos := s.IDPos
+		if s.Matrix != nil {
+			pos = s.Matrix.Pos
+		}
+		c.d.errorf(pos, "wait step %q waits for run step %q, which launches one job per cell, but it is not per cell: give it matrix: inherit, so each cell's wait follows its own job (and a failed job fails its cell)", s.ID, t.ID)
 	}
 }
 

@@ -66,8 +66,11 @@ func Parse(file string, data []byte, opts Options) (*Plan, Diagnostics) {
 		p.source = data
 		sum := sha256.Sum256(data)
 		p.Hash = hex.EncodeToString(sum[:])
-		check(p, d)
+		// --var and --var-file first: every check then sees the values
+		// the run will use (a path a --var moves out of its directory, a
+		// send from a --var names).
 		overrideVars(p, opts, d)
+		check(p, d)
 		checkValues(p, d)
 		fetchTargets(p, opts, d)
 	}

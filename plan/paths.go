@@ -1,6 +1,9 @@
 package plan
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // pathFields are the with: fields, by step kind, whose text names a path
 // on a host. A value substituted into one must keep the path under the
@@ -138,8 +141,82 @@ func (c *checker) paths(s *Step) {
 				continue // reported by the expression checks
 			}
 			if r, val, ok := EscapingValue(t, values); ok {
-				c.d.errorf(c.offsetPos(v, r.Offset), "${{ %s }} can be %q, which would take with.%s out of the directory %q names: a value in a path must not hold a \"..\" segment", r, clip(val), key, clip(v.Text[:r.Offset]))
+				from := ""
+				if r.NS == NSVars {
+					for _, vv := range c.p.Vars {
+						if vv.Name == r.Name {
+							from = " (vars." + vv.Name + " is from " + vv.From + ")"
+						}
+					}
+				}
+				c.d.errorf(c.offsetPos(v, r.Offset), "${{ %s }} can be %q, which would take with.%s out of the directory %q names: a value in a path must not hold a \"..\" segment%s", r, clip(val), key, clip(v.Text[:r.Offset]), from)
+				continue
 			}
+			c.renderedPath(s, key, v, t)
 		}
 	}
+}
+
+// renderedPath checks the path template t (the scalar v of with.key of
+// step s) as each cell renders it, vars and matrix values substituted and
+// placeholders for what only apply knows (run.id, instance.name, slot.*):
+// values that each hold no ".." can still climb out together ("${{ a }}${{
+// b }}" of "." and "./.."), and a --var is known only here. The run-time
+// check (plan.UnderLiteralPrefix in steps) is the same test on the real
+// values. Of the cells that fail, the first is reported and the others
+// counted.
+func (c *checker) renderedPath(s *Step, key string, v *Value, t Template) {
+	var m *Matrix
+	if root := c.p.MatrixRoot(s); root != nil {
+		m = root.Matrix
+	}
+	seen := map[string]bool{}
+	var first *cellScope
+	var firstVal string
+	found, others := false, 0
+	eachCell(m, func(cs *cellScope) {
+		lookup := cs.lookup(c.p)
+		rendered := t.Render(func(r Ref) (string, bool) {
+			if val, ok := lookup(r); ok {
+				return val, true
+			}
+			return placeholder(r), true
+		}, nil)
+		if seen[rendered] {
+			return
+		}
+		seen[rendered] = true
+		if UnderLiteralPrefix(v.Text, rendered) {
+			return
+		}
+		if !found {
+			found, first, firstVal = true, cs, rendered
+			return
+		}
+		others++
+	})
+	if !found {
+		return
+	}
+	pos, from := c.origin(v, first)
+	more := ""
+	if others > 0 {
+		more = fmt.Sprintf(" (and %d more value%s of it in other cells)", others, plural(others))
+	}
+	c.d.errorf(pos, "with.%s of step %q is %q, which leaves the directory %q names%s%s: a substituted value must not climb out of it with \"..\"; change the value, or write the directory into the value itself", key, s.ID, clip(firstVal), clip(v.Text[:strings.Index(v.Text, "${{")]), from, more)
+}
+
+// placeholder stands for the value of r that only apply knows, as `plan
+// --commands` shows it: RUN for run.id, INSTANCE for instance.name, 0 for
+// a slot. Each is one plain path segment.
+func placeholder(r Ref) string {
+	switch r.NS {
+	case NSRun:
+		return "RUN"
+	case NSInstance:
+		return "INSTANCE"
+	case NSSlot:
+		return "0"
+	}
+	return "VALUE"
 }

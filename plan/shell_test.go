@@ -34,7 +34,7 @@ func commandPlan(command, image string) []byte {
 	for _, l := range strings.Split(command, "\n") {
 		b.WriteString("        " + l + "\n")
 	}
-	b.WriteString("  - {id: w, uses: wait, needs: [r]}\n")
+	b.WriteString("  - {id: w, uses: wait, needs: [r], matrix: inherit}\n")
 	return []byte(b.String())
 }
 

@@ -266,6 +266,13 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 	switch mode {
 	case engine.ReleaseStop:
 		stopper, canStop := in.platform.(platform.Stopper)
+		if !canStop && pi != nil && !pi.Bills(in.plan.Platform.Kind) {
+			// A local sandbox costs nothing while it waits: it is held,
+			// recorded so that taoflow destroy removes it, and the run
+			// ends as failed (exit 1), not as a teardown that left
+			// something billing (exit 3).
+			return engine.ReleaseHeld, in.store.MarkKept(ctx, id, fmt.Sprintf("held: a results upload or fetch on %s failed, so it keeps them (%s); copy them, then taoflow destroy %s --yes", name, inst.Ref, in.run))
+		}
 		if !canStop {
 			err = fmt.Errorf("a results upload on %s failed, so it was not deleted, and %s instances can't be stopped; it is left as it is (%s)", name, in.platform.Kind(), inst.Ref)
 			break

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/internal/shellquote"
+	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -80,7 +81,14 @@ type Outcome struct {
 	Stopped []string `json:"stopped,omitempty"`
 	Left    []string `json:"left,omitempty"`
 	Kept    []string `json:"kept,omitempty"`
-	// RemoveCommand removes what Left, Stopped or Kept name ("" when none).
+	// Held are local sandboxes left as they are because a results upload
+	// or fetch on them failed: they keep the results and cost nothing
+	// (engine.ReleaseHeld); the run ends as failed, not exit 3.
+	Held []string `json:"held,omitempty"`
+	// Bills: the run's created instances bill by the hour (brev); the
+	// views say "bills" only then.
+	Bills bool `json:"-"`
+	// RemoveCommand removes what Left, Stopped, Kept or Held name ("" when none).
 	RemoveCommand string `json:"remove_command,omitempty"`
 	// Teardown is why each of Left may still exist: an errors.Join of
 	// *LeftError, in Left's order; nil when Left is empty. (The JSON view
@@ -147,7 +155,8 @@ func LogsCommand(run, node string) string {
 // outcome builds the Outcome of a run that ended as sum says.
 func (a *Apply) outcome(sum engine.Summary, runState string, exitCode int, verdict string) Outcome {
 	o := Outcome{RunID: a.ID, State: runState, ExitCode: exitCode, Message: verdict,
-		Stopped: sum.Stopped, Left: sum.Left, Kept: a.Kept(), StateErrors: a.StateErrors()}
+		Stopped: sum.Stopped, Left: sum.Left, Kept: a.Kept(), Held: sum.Held, StateErrors: a.StateErrors(),
+		Bills: a.cfg.Plan.Platform.Kind == plan.PlatformBrev}
 	for _, n := range a.Graph.Nodes {
 		st := sum.States[n.ID]
 		if st != engine.Failed && st != engine.TimedOut {
@@ -173,7 +182,7 @@ func (a *Apply) outcome(sum engine.Summary, runState string, exitCode int, verdi
 		left = append(left, &LeftError{Instance: name, Err: errors.New(sum.LeftWhy[name])})
 	}
 	o.Teardown = errors.Join(left...)
-	if len(o.Left) > 0 || len(o.Stopped) > 0 || len(o.Kept) > 0 {
+	if len(o.Left) > 0 || len(o.Stopped) > 0 || len(o.Kept) > 0 || len(o.Held) > 0 {
 		o.RemoveCommand = "taoflow destroy " + a.ID + " --yes" + confirmFlags(PlatformData(a.cfg.Plan))
 	}
 	return o

@@ -25,7 +25,7 @@ const (
 const awsPartial = 2
 
 // defaultAWSEnv are the secrets the AWS CLI gets when with.env is absent.
-var defaultAWSEnv = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+var defaultAWSEnv = plan.DefaultAWSSecrets
 
 // s3Dest is an upload's destination and how to reach it.
 type s3Dest struct {

@@ -100,6 +100,43 @@ type ManifestCell struct {
 	Values map[string]string `json:"values"`
 }
 
+// uploadParams reads and checks an upload-s3 step's with: from, to (an
+// s3:// destination with its options, or a file:// directory) and verify
+// (default true). Every failure is the step's settings, found before
+// anything runs (CheckSettings).
+func (s *Steps) uploadParams(req Request) (from, to string, verify bool, err error) {
+	from, to = withString(req.With, "from"), withString(req.With, "to")
+	if from == "" || to == "" {
+		return "", "", false, &Error{Class: ClassInvalidConfig, Msg: "upload-s3 needs with.from and with.to"}
+	}
+	if err := confinedPaths(req, "from", "to"); err != nil {
+		return "", "", false, err
+	}
+	verify, set, err := withBool(req.With, "verify")
+	if err != nil {
+		return "", "", false, err
+	}
+	if !set {
+		verify = true
+	}
+	switch {
+	case strings.HasPrefix(to, "s3://"):
+		if _, _, _, err := s3Target(req.With, to); err != nil {
+			return "", "", false, err
+		}
+		return from, to, verify, nil
+	case !strings.HasPrefix(to, "file://"):
+		return "", "", false, &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q must start with s3:// or file://", to)}
+	}
+	if len(withList(req.With, "exclude")) > 0 {
+		return "", "", false, &Error{Class: ClassUnsupported, Msg: "with.exclude is not supported for file:// destinations yet"}
+	}
+	if _, err := s.fileTarget(to); err != nil {
+		return "", "", false, err
+	}
+	return from, to, verify, nil
+}
+
 // fileTarget is the directory a file:// destination names: an absolute
 // path (file:///srv/out). A relative one (file://out, whose "out" a URL
 // reader takes for a host) is refused with the forms that work, as
@@ -118,28 +155,12 @@ func (s *Steps) fileTarget(to string) (string, error) {
 // upload copies with.from on the instance to with.to, verifies the copy by
 // file count and bytes, and writes the manifest next to it.
 func (s *Steps) upload(ctx context.Context, req Request) error {
-	from, to := withString(req.With, "from"), withString(req.With, "to")
-	if from == "" || to == "" {
-		return &Error{Class: ClassInvalidConfig, Msg: "upload-s3 needs with.from and with.to"}
-	}
-	if err := confinedPaths(req, "from", "to"); err != nil {
-		return err
-	}
-	verify, set, err := withBool(req.With, "verify")
+	from, to, verify, err := s.uploadParams(req)
 	if err != nil {
 		return err
 	}
-	if !set {
-		verify = true
-	}
-	switch {
-	case strings.HasPrefix(to, "s3://"):
+	if strings.HasPrefix(to, "s3://") {
 		return s.uploadS3(ctx, req, from, to, verify)
-	case !strings.HasPrefix(to, "file://"):
-		return &Error{Class: ClassInvalidConfig, Msg: fmt.Sprintf("with.to %q must start with s3:// or file://", to)}
-	}
-	if len(withList(req.With, "exclude")) > 0 {
-		return &Error{Class: ClassUnsupported, Msg: "with.exclude is not supported for file:// destinations yet"}
 	}
 	dest, err := s.fileTarget(to)
 	if err != nil {

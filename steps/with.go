@@ -69,7 +69,7 @@ func withList(w *plan.Value, key string) []string {
 	case plan.Scalar:
 		return []string{v.Text}
 	case plan.List:
-		var out []string
+		out := []string{} // an empty list is not an absent key (env: [] sends no secrets)
 		for _, it := range v.Items {
 			if it.Kind == plan.Scalar {
 				out = append(out, it.Text)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/runner"
 )
 
 func newValidateCmd(io stdio) *cobra.Command {
@@ -49,8 +50,13 @@ followed by its source line and a caret under its column:
 				p, diags := plan.Load(path, opts)
 				diags = append(fileDiags, diags...)
 				if !diags.HasErrors() && p != nil {
-					if _, err := engine.Expand(p, engine.Options{}); err != nil {
+					if g, err := engine.Expand(p, engine.Options{}); err != nil {
 						diags = append(diags, plan.Diagnostic{Pos: plan.Pos{File: path}, Message: err.Error()})
+					} else {
+						// Each node's settings as its step reads them at run
+						// time (placeholders for run.id): found here, not
+						// after the training.
+						diags = append(diags, runner.CheckSettings(g, opts.StateDir)...).Sort()
 					}
 				}
 				if diags.HasErrors() {
@@ -173,6 +179,15 @@ func loadPlanDiags(io stdio, path string, vf varFlags, printWarnings bool) (*pla
 	g, err := engine.Expand(p, engine.Options{})
 	if err != nil {
 		return nil, nil, diags, usageError(err)
+	}
+	// What a step would refuse when it runs, found before anything is
+	// created: plan exits 2 rather than print "invalid settings", apply
+	// refuses (runner.CheckSettings).
+	if bad := runner.CheckSettings(g, opts.StateDir); len(bad) > 0 {
+		for _, d := range bad {
+			dp.print(d)
+		}
+		return nil, nil, append(diags, bad...), silent(exitUsage)
 	}
 	return p, g, diags, nil
 }

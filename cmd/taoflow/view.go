@@ -64,7 +64,14 @@ func (v *humanView) Close() {
 func (v *humanView) Outcome(o runner.Outcome) {
 	w := escapeWriter{v.errOut}
 	for _, k := range o.Kept {
-		fmt.Fprintf(w, "taoflow: instance %s kept (keep: true); it bills until: %s\n", k, o.RemoveCommand)
+		if o.Bills {
+			fmt.Fprintf(w, "taoflow: instance %s kept (keep: true); it bills until: %s\n", k, o.RemoveCommand)
+		} else {
+			fmt.Fprintf(w, "taoflow: instance %s kept (keep: true); remove it with: %s\n", k, o.RemoveCommand)
+		}
+	}
+	for _, name := range o.Held {
+		fmt.Fprintf(w, "taoflow: instance %s held, not deleted: a results upload or fetch on it failed, so it keeps the results (a local sandbox costs nothing); copy them, then remove it with: %s\n", name, o.RemoveCommand)
 	}
 	for _, f := range o.Failures {
 		if f.Job != "" {
@@ -86,7 +93,11 @@ func (v *humanView) Outcome(o runner.Outcome) {
 		fmt.Fprintf(w, "taoflow: instance %s was stopped, not deleted: a results upload or fetch on it failed and its disk holds them; it bills for its disk until removed with: %s\n", name, o.RemoveCommand)
 	}
 	if len(o.Left) > 0 {
-		fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(o.Left, ", "))
+		if o.Bills {
+			fmt.Fprintf(w, "taoflow: these may still exist (and bill): %s\n", strings.Join(o.Left, ", "))
+		} else {
+			fmt.Fprintf(w, "taoflow: these may still exist: %s\n", strings.Join(o.Left, ", "))
+		}
 		for _, err := range joined(o.Teardown) {
 			fmt.Fprintf(w, "taoflow:   %v\n", err)
 		}
