@@ -16,7 +16,6 @@ import (
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
-	"github.com/taoflow/taoflow/steps"
 )
 
 func newStatusCmd(sio stdio, g *globals) *cobra.Command {
@@ -104,12 +103,12 @@ type runJSON struct {
 }
 
 // nodeStatusJSON is a node as status --json prints it: its facts as JSON values
-// (not JSON in strings), its cell with its values, its progress figures.
+// (not JSON in strings), its cell with its values; its progress figures are
+// the state's (Node.ProgressFigures).
 type nodeStatusJSON struct {
 	state.Node
-	Cell    *cellStatusJSON `json:"cell,omitempty"`
-	Facts   map[string]any  `json:"facts,omitempty"`
-	Figures *steps.Progress `json:"progress_figures,omitempty"`
+	Cell  *cellStatusJSON `json:"cell,omitempty"`
+	Facts map[string]any  `json:"facts,omitempty"`
 	// FailedJob is the run node whose job failed, when this node (a wait)
 	// saw it fail; LogsCommand prints this node's log.
 	FailedJob   string `json:"failed_job,omitempty"`
@@ -152,10 +151,6 @@ func newNodesJSON(run string, nodes []state.Node) []nodeStatusJSON {
 			for k, v := range n.Facts {
 				j.Facts[k] = factValue(v)
 			}
-		}
-		if n.Progress != "" {
-			p := steps.ParseProgress(n.Progress)
-			j.Figures = &p
 		}
 		out = append(out, j)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/runner"
-	"github.com/taoflow/taoflow/steps"
 )
 
 // applyView shows an apply: how it starts, every event, and how it ended.
@@ -117,20 +116,15 @@ func newJSONView(w io.Writer, run string) *jsonView {
 	return &jsonView{enc: json.NewEncoder(w), run: run}
 }
 
-// jsonEvent is an engine event as the json view prints it.
+// jsonEvent is an engine event as the json view prints it: progress
+// figures are the event's own (Event.Progress).
 type jsonEvent struct {
 	engine.Event
-	RunID    string          `json:"run_id"`
-	Progress *steps.Progress `json:"progress,omitempty"`
+	RunID string `json:"run_id"`
 }
 
 func (v *jsonView) Event(e engine.Event) {
-	je := jsonEvent{Event: e, RunID: v.run}
-	if e.Type == engine.NodeProgress {
-		p := steps.ParseProgress(e.Message)
-		je.Progress = &p
-	}
-	v.encode(je)
+	v.encode(jsonEvent{Event: e, RunID: v.run})
 }
 
 func (v *jsonView) Start(s applyStart) {
