@@ -28,8 +28,9 @@ type Node struct {
 	Message   string    `json:"message,omitempty"`
 	Progress  string    `json:"progress,omitempty"` // e.g. "epoch 3/10 loss 0.21 eta 4m"
 	// ProgressFigures are the figures of Progress, as the step reported
-	// them; nil when it reported none.
-	ProgressFigures *progress.Figures `json:"progress_figures,omitempty"`
+	// them; nil when it reported none. (status --json prints them as
+	// progress_figures, after the node's facts.)
+	ProgressFigures *progress.Figures `json:"-"`
 	// Facts are what the node's step learned that a later step or person
 	// needs, e.g. "digest" of the image a pull step pulled. PutNode leaves
 	// them as they are; SetNodeFact adds one.

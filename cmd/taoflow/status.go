@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
@@ -103,12 +104,13 @@ type runJSON struct {
 }
 
 // nodeStatusJSON is a node as status --json prints it: its facts as JSON values
-// (not JSON in strings), its cell with its values; its progress figures are
-// the state's (Node.ProgressFigures).
+// (not JSON in strings), its cell with its values, its progress figures as
+// recorded (Node.ProgressFigures).
 type nodeStatusJSON struct {
 	state.Node
-	Cell  *cellStatusJSON `json:"cell,omitempty"`
-	Facts map[string]any  `json:"facts,omitempty"`
+	Cell    *cellStatusJSON   `json:"cell,omitempty"`
+	Facts   map[string]any    `json:"facts,omitempty"`
+	Figures *progress.Figures `json:"progress_figures,omitempty"`
 	// FailedJob is the run node whose job failed, when this node (a wait)
 	// saw it fail; LogsCommand prints this node's log.
 	FailedJob   string `json:"failed_job,omitempty"`
@@ -142,7 +144,7 @@ func newNodesJSON(run string, nodes []state.Node) []nodeStatusJSON {
 	}
 	out := make([]nodeStatusJSON, 0, len(nodes))
 	for _, n := range nodes {
-		j := nodeStatusJSON{Node: n, FailedJob: n.Facts[runner.FactFailedJob], LogsCommand: runner.LogsCommand(run, n.ID)}
+		j := nodeStatusJSON{Node: n, Figures: n.ProgressFigures, FailedJob: n.Facts[runner.FactFailedJob], LogsCommand: runner.LogsCommand(run, n.ID)}
 		if n.Cell != "" {
 			j.Cell = &cellStatusJSON{ID: n.Cell, Values: cells[n.Cell]}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/runner"
 )
@@ -116,15 +117,17 @@ func newJSONView(w io.Writer, run string) *jsonView {
 	return &jsonView{enc: json.NewEncoder(w), run: run}
 }
 
-// jsonEvent is an engine event as the json view prints it: progress
-// figures are the event's own (Event.Progress).
+// jsonEvent is an engine event as the json view prints it: with the run
+// id, and the event's progress figures (Event.Progress) after it, where
+// they have always been printed.
 type jsonEvent struct {
 	engine.Event
-	RunID string `json:"run_id"`
+	RunID    string            `json:"run_id"`
+	Progress *progress.Figures `json:"progress,omitempty"`
 }
 
 func (v *jsonView) Event(e engine.Event) {
-	v.encode(jsonEvent{Event: e, RunID: v.run})
+	v.encode(jsonEvent{Event: e, RunID: v.run, Progress: e.Progress})
 }
 
 func (v *jsonView) Start(s applyStart) {
