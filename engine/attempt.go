@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -61,8 +62,8 @@ func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upst
 		task := &Task{
 			RunID: x.cfg.RunID, Node: n, Instance: inst, With: with, Attempt: attempt, Log: log, Upstream: upstream, Slot: slot,
 			Salvage: nr.salvage, Partial: nr.partial,
-			Progress: func(p string) {
-				x.emit(Event{Type: NodeProgress, Node: n.ID, Step: n.Step.ID, Instance: inst, Message: p})
+			Progress: func(p progress.Report) {
+				x.emit(Event{Type: NodeProgress, Node: n.ID, Step: n.Step.ID, Instance: inst, Message: p.Line, Progress: &p.Figures})
 			},
 			Release: func(ctx context.Context, force bool) error {
 				reply := make(chan error, 1)

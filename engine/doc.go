@@ -9,5 +9,8 @@
 // docs/design.md §4.2 says; the ones that depend on placement are kept
 // symbolic (Dep kinds) and resolved by the scheduler.
 //
-// The engine never prints and never imports a concrete platform.
+// The engine never prints and never imports a concrete platform. A node's
+// progress reaches it as a progress.Report (Task.Progress) and leaves as a
+// NodeProgress Event with the line in Message and the figures in
+// Event.Progress.
 package engine

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"time"
+
+	"github.com/taoflow/taoflow/internal/progress"
 )
 
 // NodeState is where a node is in its life.
@@ -61,6 +63,8 @@ type Event struct {
 	Attempt  int       `json:"attempt,omitempty"`
 	ExitCode *int      `json:"exit_code,omitempty"`
 	Message  string    `json:"message,omitempty"`
+	// Progress is, on a NodeProgress event, what Message says as figures.
+	Progress *progress.Figures `json:"progress,omitempty"`
 }
 
 // Observer receives events.

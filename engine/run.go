@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc/panics"
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/plan"
 )
 
@@ -30,8 +31,9 @@ type Task struct {
 	Upstream []Upstream
 	// Log is the node's log; each line becomes a NodeLog event.
 	Log io.Writer
-	// Progress reports a short progress line (epoch 3/10 loss 0.2 eta 4m).
-	Progress func(string)
+	// Progress reports the node's progress: a short line (epoch 3/10 loss
+	// 0.2 eta 4m) and its figures; it becomes a NodeProgress event.
+	Progress func(progress.Report)
 	// Release releases the task's instance now (what a delete step ends
 	// with). force deletes even if a results upload or fetch on it failed.
 	Release func(ctx context.Context, force bool) error

@@ -115,7 +115,7 @@ func (r *recorder) write(e engine.Event) {
 	case engine.NodeRetrying, engine.NodeSalvage:
 		n.Message = e.Message
 	case engine.NodeProgress:
-		n.Progress = e.Message
+		n.Progress, n.ProgressFigures = e.Message, e.Progress
 	case engine.NodeEnded:
 		n.State, n.Message, n.ExitCode, n.EndedAt = string(e.State), e.Message, e.ExitCode, e.Time
 		if e.Instance != "" {

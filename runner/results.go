@@ -130,7 +130,8 @@ func Results(ctx context.Context, store *state.Store, runID string) (ResultTable
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	t.Metrics = slices.Sorted(maps.Keys(names))
+	// An array, never null, when no job reported a metric (docs/json.md).
+	t.Metrics = append(t.Metrics, slices.Sorted(maps.Keys(names))...)
 	return t, nil
 }
 

@@ -11,5 +11,12 @@
 //
 // Every string the store writes, to the database or to a log file, first
 // passes through the redactor given with WithRedactor, so that secret values
-// never reach the disk. The store imports nothing else from taoflow.
+// never reach the disk; a node's progress figures (Node.ProgressFigures)
+// are stored as JSON, each of their texts redacted first. The store imports
+// nothing else from taoflow but internal/progress, the figures' type.
+//
+// The schema is versioned (PRAGMA user_version) and Open migrates an older
+// one; a migration may fill what it adds from what was recorded before:
+// version 5 reads the figures of each node's stored progress line once
+// (oldprogress.go), the only place a progress line is read back.
 package state

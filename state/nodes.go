@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/taoflow/taoflow/internal/progress"
 )
 
 // Node is the recorded state of one node of a run's graph.
@@ -25,6 +27,10 @@ type Node struct {
 	ExitCode  *int      `json:"exit_code,omitempty"` // nil until the node's command has exited
 	Message   string    `json:"message,omitempty"`
 	Progress  string    `json:"progress,omitempty"` // e.g. "epoch 3/10 loss 0.21 eta 4m"
+	// ProgressFigures are the figures of Progress, as the step reported
+	// them; nil when it reported none. (status --json prints them as
+	// progress_figures, after the node's facts.)
+	ProgressFigures *progress.Figures `json:"-"`
 	// Facts are what the node's step learned that a later step or person
 	// needs, e.g. "digest" of the image a pull step pulled. PutNode leaves
 	// them as they are; SetNodeFact adds one.
@@ -44,9 +50,17 @@ func (s *Store) PutNode(ctx context.Context, n Node) error {
 	if n.ExitCode != nil {
 		exit = *n.ExitCode
 	}
+	figures := ""
+	if n.ProgressFigures != nil {
+		b, err := json.Marshal(n.ProgressFigures.MapText(s.r))
+		if err != nil {
+			return fmt.Errorf("state: put node %q of run %q: %w", s.r(n.ID), s.r(n.RunID), err)
+		}
+		figures = string(b)
+	}
 	_, err := s.st.putNode.ExecContext(ctx,
 		s.r(n.RunID), s.r(n.ID), s.r(n.Step), s.r(n.Instance), s.r(n.Cell), n.Finally,
-		s.r(n.State), n.Attempts, nanos(n.StartedAt), nanos(n.EndedAt), exit, s.r(n.Message), s.r(n.Progress))
+		s.r(n.State), n.Attempts, nanos(n.StartedAt), nanos(n.EndedAt), exit, s.r(n.Message), s.r(n.Progress), figures)
 	if err != nil {
 		return fmt.Errorf("state: put node %q of run %q: %w", s.r(n.ID), s.r(n.RunID), err)
 	}
@@ -116,12 +130,17 @@ func scanNode(sc scanner) (Node, error) {
 		n              Node
 		started, ended sql.NullInt64
 		exit           sql.NullInt64
-		facts          string
+		facts, figures string
 	)
 	err := sc.Scan(&n.RunID, &n.ID, &n.Step, &n.Instance, &n.Cell, &n.Finally, &n.State, &n.Attempts,
-		&started, &ended, &exit, &n.Message, &n.Progress, &facts, &n.Seq)
+		&started, &ended, &exit, &n.Message, &n.Progress, &figures, &facts, &n.Seq)
 	if err != nil {
 		return Node{}, err
+	}
+	if figures != "" {
+		if err := json.Unmarshal([]byte(figures), &n.ProgressFigures); err != nil {
+			return Node{}, fmt.Errorf("progress figures of node %q: %w", n.ID, err)
+		}
 	}
 	if facts != "" && facts != "{}" {
 		if err := json.Unmarshal([]byte(facts), &n.Facts); err != nil {

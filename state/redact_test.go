@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/taoflow/taoflow/internal/progress"
 )
 
 const secret = "s3cr3t"
@@ -32,7 +33,8 @@ func writeEverything(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 	err = s.PutNode(ctx, Node{RunID: run, ID: x("node"), Step: x("step"), Instance: x("inst"), Cell: x("cell"),
-		State: x("state"), Message: x("msg"), Progress: x("progress")})
+		State: x("state"), Message: x("msg"), Progress: x("progress"),
+		ProgressFigures: &progress.Figures{Job: x("job"), Metric: x("metric"), ETA: x("eta"), Message: x("pmsg")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +152,8 @@ func TestRedactionReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantNode := Node{RunID: x("run"), ID: x("node"), Step: x("step"), Instance: x("inst"), Cell: x("cell"),
-		State: x("state"), Message: x("msg"), Progress: x("progress"), Seq: 1}
+		State: x("state"), Message: x("msg"), Progress: x("progress"), Seq: 1,
+		ProgressFigures: &progress.Figures{Job: x("job"), Metric: x("metric"), ETA: x("eta"), Message: x("pmsg")}}
 	if diff := cmp.Diff(wantNode, n); diff != "" {
 		t.Errorf("Node (-want +got):\n%s", diff)
 	}

@@ -89,6 +89,16 @@ CREATE TABLE run_records (
 	provenance TEXT NOT NULL
 );
 `,
+	// 5: a node's progress figures (JSON, '' for none) beside its line;
+	// fills[5] reads them from the lines of nodes recorded before.
+	`ALTER TABLE nodes ADD COLUMN progress_figures TEXT NOT NULL DEFAULT '';`,
+}
+
+// fills[v] runs after migrations[v-1], in the same transaction, to fill
+// what version v added from what earlier versions recorded. Append, never
+// edit.
+var fills = map[int]func(context.Context, *sql.Tx) error{
+	5: fillProgressFigures,
 }
 
 // migrate brings db's schema up to the newest version in one immediate
@@ -115,6 +125,11 @@ func migrate(ctx context.Context, db *sql.DB) (err error) {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
 		}
+		if fill := fills[v+1]; fill != nil {
+			if err := fill(ctx, tx); err != nil {
+				return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+			}
+		}
 	}
 	// PRAGMA takes no bound parameters; v is an int we own.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
@@ -135,7 +150,7 @@ type stmts struct {
 
 const (
 	runCols      = `id, name, plan_file, plan_hash, vars, state, pid, host, started_at, ended_at, exit_code, message, proc`
-	nodeCols     = `run_id, id, step, instance, cell, finally, state, attempts, started_at, ended_at, exit_code, message, progress, facts, seq`
+	nodeCols     = `run_id, id, step, instance, cell, finally, state, attempts, started_at, ended_at, exit_code, message, progress, progress_figures, facts, seq`
 	resourceCols = `id, run_id, kind, name, instance, platform, state, data, created_at, updated_at, message`
 	eventCols    = `seq, run_id, time, type, node, message, data`
 	aliveStates  = `('intent', 'created', 'delete-failed', 'stopped', 'kept')`
@@ -153,13 +168,14 @@ func (s *Store) prepare() error {
 		{&s.st.runs, `SELECT ` + runCols + ` FROM runs ORDER BY seq DESC`},
 		{&s.st.latestRun, `SELECT ` + runCols + ` FROM runs ORDER BY seq DESC LIMIT 1`},
 
-		{&s.st.putNode, `INSERT INTO nodes (run_id, id, step, instance, cell, finally, state, attempts, started_at, ended_at, exit_code, message, progress)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		{&s.st.putNode, `INSERT INTO nodes (run_id, id, step, instance, cell, finally, state, attempts, started_at, ended_at, exit_code, message, progress, progress_figures)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run_id, id) DO UPDATE SET
 				step = excluded.step, instance = excluded.instance, cell = excluded.cell,
 				finally = excluded.finally, state = excluded.state, attempts = excluded.attempts,
 				started_at = excluded.started_at, ended_at = excluded.ended_at,
-				exit_code = excluded.exit_code, message = excluded.message, progress = excluded.progress`},
+				exit_code = excluded.exit_code, message = excluded.message, progress = excluded.progress,
+				progress_figures = excluded.progress_figures`},
 		{&s.st.setNodeFact, `UPDATE nodes SET facts = json_set(facts, ?, ?) WHERE run_id = ? AND id = ?`},
 		{&s.st.node, `SELECT ` + nodeCols + ` FROM nodes WHERE run_id = ? AND id = ?`},
 		{&s.st.nodes, `SELECT ` + nodeCols + ` FROM nodes WHERE run_id = ? ORDER BY seq`},

@@ -35,8 +35,8 @@ func TestClipAfterRedact(t *testing.T) {
 	s := New(Config{Secrets: set, Owner: "test:1"})
 	straddle := func(limit int) string { return strings.Repeat("x", limit-10) + clipSecret + " tail" }
 	got := map[string]string{
-		"progress message": progressLine(`{"message": "`+straddle(100)+`"}`, s.redact),
-		"progress eta":     progressLine(`{"eta": "`+straddle(40)+`"}`, s.redact),
+		"progress message": progressLine(`{"message": "`+straddle(100)+`"}`, s.redact).Line,
+		"progress eta":     progressLine(`{"eta": "`+straddle(40)+`"}`, s.redact).Line,
 		"last line":        s.lastLine([]byte("first\n" + straddle(300) + "\n")),
 		"docker error":     s.dockerError([]byte("docker: " + straddle(300) + "\nRun 'docker run --help' for more information\n")),
 		"probe output":     s.redact.Clip(straddle(80), 80),

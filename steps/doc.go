@@ -39,6 +39,10 @@
 // label in Cleanup. A cancel by taoflow leaves ~/.taoflow/jobs/<job>/canceled
 // with either runtime, so exit codes 137/143 read as canceled.
 //
+// A wait reports progress as a progress.Report (progress.go): the line
+// people read and its figures, each text redacted, built together from a
+// status.json line, so that nothing downstream parses the line back.
+//
 // A wait does not only poll on its interval: one watcher per instance
 // (watch.go, scripts/watch.sh, streamed through platform.Streamer) reports
 // the ends of that instance's jobs as lines and wakes the waits of those

@@ -335,7 +335,7 @@ func TestContainerCancel(t *testing.T) {
 			if tt.timeout != "" {
 				w = with("timeout", tt.timeout)
 			}
-			log, prog := &logBuf{}, &progress{}
+			log, prog := &logBuf{}, &progressLog{}
 			done := make(chan error, 1)
 			go func() {
 				done <- e.steps.Do(ctx, Request{

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
@@ -75,7 +76,7 @@ func (e *dockerEnv) do(ctx context.Context, uses string, w *plan.Value, mod ...f
 	log := &logBuf{}
 	req := Request{
 		NodeID: uses + "@a", Step: &plan.Step{ID: strings.ReplaceAll(uses, "-", "_"), Uses: uses},
-		Instance: e.inst, With: w, Log: log, Progress: func(string) {},
+		Instance: e.inst, With: w, Log: log, Progress: func(progress.Report) {},
 	}
 	for _, m := range mod {
 		m(&req)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
@@ -166,19 +167,19 @@ func (l *logBuf) String() string {
 	return l.b.String()
 }
 
-// progress records progress lines.
-type progress struct {
+// progressLog records progress lines.
+type progressLog struct {
 	mu    sync.Mutex
 	lines []string
 }
 
-func (p *progress) add(s string) {
+func (p *progressLog) add(r progress.Report) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lines = append(p.lines, s)
+	p.lines = append(p.lines, r.Line)
 }
 
-func (p *progress) get() []string {
+func (p *progressLog) get() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.lines...)
@@ -199,8 +200,8 @@ func (e *env) runJob(t *testing.T, s *Steps, id string, w *plan.Value) *logBuf {
 }
 
 // waitJobs runs a wait step for jobs.
-func (e *env) waitJobs(ctx context.Context, s *Steps, w *plan.Value, jobs ...Job) (*logBuf, *progress, error) {
-	log, prog := &logBuf{}, &progress{}
+func (e *env) waitJobs(ctx context.Context, s *Steps, w *plan.Value, jobs ...Job) (*logBuf, *progressLog, error) {
+	log, prog := &logBuf{}, &progressLog{}
 	err := s.Do(ctx, Request{
 		NodeID: "wait@a", Step: &plan.Step{ID: "wait", Uses: plan.KindWait},
 		Instance: e.inst, With: w, Jobs: jobs, Log: log, Progress: prog.add,

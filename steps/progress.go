@@ -10,49 +10,72 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/secret"
 )
 
 // progressLine turns one line of a TAO status.json (a JSON object per line;
-// see docs/design.md §12) into a short progress line:
+// see docs/design.md §12) into a progress report: a short line
 //
 //	epoch 3/10 loss 0.21 eta 0:04:00
 //
-// Missing fields are left out; a line with none of epoch, loss, a kpi or
-// eta shows its message. Anything that is not a JSON object gives "".
-// Texts the job wrote are redacted by red before they are clipped.
-func progressLine(line string, red *secret.Redactor) string {
+// and its figures, the numbers of the line as it shows them (a value with
+// four significant digits). Missing fields are left out; a line with none
+// of epoch, loss, a kpi or eta shows its message. Anything that is not a
+// JSON object gives a report with an empty Line. Texts the job wrote are
+// redacted by red before they are clipped; the figures hold the same texts.
+func progressLine(line string, red *secret.Redactor) progress.Report {
 	line = strings.TrimSpace(line)
 	if !strings.HasPrefix(line, "{") {
-		return ""
+		return progress.Report{}
 	}
 	dec := json.NewDecoder(strings.NewReader(line))
 	dec.UseNumber()
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil {
-		return ""
+		return progress.Report{}
 	}
-	var parts []string
+	var (
+		parts []string
+		f     progress.Figures
+	)
 	if ep, ok := number(m["epoch"]); ok {
+		f.Epoch = figure(ep)
 		if maxEp, ok := number(m["max_epoch"]); ok {
+			f.MaxEpoch = figure(maxEp)
 			parts = append(parts, "epoch "+ep+"/"+maxEp)
 		} else {
 			parts = append(parts, "epoch "+ep)
 		}
 	}
-	if name, v, ok := metric(m); ok {
+	if name, v, ok := metric(m, red); ok {
+		f.Metric, f.Value = name, figure(v)
+		if progress.IsLoss(name) {
+			f.Loss = f.Value
+		}
 		parts = append(parts, name+" "+v)
 	}
 	if eta := etaText(m["eta"], red); eta != "" {
+		f.ETA = eta
 		parts = append(parts, "eta "+eta)
 	}
 	if len(parts) == 0 {
 		if msg, ok := m["message"].(string); ok {
-			return red.Clip(oneLine(msg), 100)
+			f.Message = red.Clip(oneLine(msg), 100)
+			return progress.Report{Line: f.Message, Figures: f}
 		}
-		return ""
+		return progress.Report{}
 	}
-	return strings.Join(parts, " ")
+	return progress.Report{Line: strings.Join(parts, " "), Figures: f}
+}
+
+// figure is a number as number formats it, read back as the value shown.
+func figure(s string) *float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return nil
+	}
+	return &v
 }
 
 // lossKeys are the loss names preferred, in order, among kpi keys.
@@ -61,7 +84,7 @@ var lossKeys = []string{"loss", "train_loss", "training_loss", "val_loss", "vali
 // metric picks the loss to show: a top-level loss, else a kpi loss (a
 // preferred name, else the first key containing "loss"), else the first
 // kpi by name.
-func metric(m map[string]any) (name, value string, ok bool) {
+func metric(m map[string]any, red *secret.Redactor) (name, value string, ok bool) {
 	if v, ok := number(m["loss"]); ok {
 		return "loss", v, true
 	}
@@ -92,11 +115,10 @@ func metric(m map[string]any) (name, value string, ok bool) {
 		}
 	}
 	if pick == "" {
-		v, _ := number(kpi[keys[0]])
-		return oneLine(keys[0]), v, true
+		pick = keys[0]
 	}
 	v, _ := number(kpi[pick])
-	return oneLine(pick), v, true
+	return red.Redact(oneLine(pick)), v, true
 }
 
 // number formats a JSON number (or a numeric string) with at most four
@@ -142,7 +164,7 @@ func etaText(v any, red *secret.Redactor) string {
 		s := oneLine(strings.TrimSpace(x))
 		if i := strings.LastIndexByte(s, ' '); i >= 0 {
 			if m := fracSeconds.FindStringSubmatch(s[i+1:]); m != nil {
-				return s[:i+1] + m[1]
+				return red.Redact(s[:i+1]) + m[1]
 			}
 		}
 		if m := fracSeconds.FindStringSubmatch(s); m != nil {
@@ -169,70 +191,4 @@ func oneLine(s string) string {
 		}
 		return r
 	}, []byte(s)))
-}
-
-// Progress is what a progress line (progressLine, behind the "[JOB] " a
-// step with several jobs puts before it) says, with its figures as
-// numbers, for machine-readable output.
-type Progress struct {
-	Job      string   `json:"job,omitempty"`
-	Epoch    *float64 `json:"epoch,omitempty"`
-	MaxEpoch *float64 `json:"max_epoch,omitempty"`
-	// Metric is the figure shown ("loss", a kpi name) and Value its value;
-	// Loss repeats Value when Metric names a loss.
-	Metric string   `json:"metric,omitempty"`
-	Value  *float64 `json:"value,omitempty"`
-	Loss   *float64 `json:"loss,omitempty"`
-	ETA    string   `json:"eta,omitempty"`
-	// Message is the line when it holds no figures (status.json's message).
-	Message string `json:"message,omitempty"`
-}
-
-// ParseProgress reads a progress line back into its figures. A line that
-// is not in progressLine's form is all Message.
-func ParseProgress(line string) Progress {
-	var p Progress
-	rest := line
-	if strings.HasPrefix(rest, "[") {
-		if i := strings.Index(rest, "] "); i > 0 {
-			p.Job, rest = rest[1:i], rest[i+2:]
-		}
-	}
-	f := strings.Fields(rest)
-	i := 0
-	ok := true
-	if i < len(f) && f[i] == "epoch" && i+1 < len(f) {
-		ep, maxEp, hasMax := strings.Cut(f[i+1], "/")
-		p.Epoch = parseFloat(ep)
-		if hasMax {
-			p.MaxEpoch = parseFloat(maxEp)
-			ok = ok && p.MaxEpoch != nil
-		}
-		ok = ok && p.Epoch != nil
-		i += 2
-	}
-	if i+1 < len(f) && f[i] != "eta" {
-		p.Metric, p.Value = f[i], parseFloat(f[i+1])
-		ok = ok && p.Value != nil
-		if strings.Contains(strings.ToLower(p.Metric), "loss") {
-			p.Loss = p.Value
-		}
-		i += 2
-	}
-	if i < len(f) && f[i] == "eta" {
-		p.ETA = strings.Join(f[i+1:], " ")
-		i = len(f)
-	}
-	if !ok || i < len(f) || i == 0 {
-		return Progress{Job: p.Job, Message: rest}
-	}
-	return p
-}
-
-func parseFloat(s string) *float64 {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
 }

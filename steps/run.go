@@ -349,9 +349,12 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 					fmt.Fprintf(req.Log, "%sjob %s: %s\n", w.label, w.job.ID, s.redact.Redact(o.Note))
 				}
 			}
-			if p := progressLine(o.Status, s.redact); p != "" && p != w.progress {
-				w.progress = p
-				req.Progress(w.label + p)
+			if p := progressLine(o.Status, s.redact); p.Line != "" && p.Line != w.progress {
+				w.progress = p.Line
+				if w.label != "" {
+					p.Line, p.Figures.Job = w.label+p.Line, w.job.ID
+				}
+				req.Progress(p)
 			}
 			if o.State != stateRunning && !o.More {
 				w.ended = true

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
@@ -93,7 +94,7 @@ func TestWaitResumesLogOffsets(t *testing.T) {
 		log, recorded := &logBuf{}, map[string]string{}
 		err := e.steps.Do(t.Context(), Request{
 			NodeID: "wait@a", Step: &plan.Step{ID: "wait", Uses: plan.KindWait},
-			Instance: e.inst, Jobs: jobs, Log: log, Progress: func(string) {},
+			Instance: e.inst, Jobs: jobs, Log: log, Progress: func(progress.Report) {},
 			Facts: facts, Record: func(k, v string) { recorded[k] = v },
 		})
 		if err != nil {
@@ -262,7 +263,7 @@ func TestWaitContextCanceled(t *testing.T) {
 	pid := e.jobPid(t, id)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	cause := errors.New("user pressed Ctrl-C")
-	prog := func(string) {}
+	prog := func(progress.Report) {}
 	log := &logBuf{}
 	done := make(chan error, 1)
 	go func() {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/secret"
@@ -173,9 +174,9 @@ type Request struct {
 	Attempt int
 	// Log is the node's log; each line becomes a log event upstream.
 	Log io.Writer
-	// Progress reports a short progress line such as
-	// "epoch 3/10 loss 0.21 eta 0:04:00".
-	Progress func(string)
+	// Progress reports a node's progress: a short line such as
+	// "epoch 3/10 loss 0.21 eta 0:04:00" and its figures.
+	Progress func(progress.Report)
 	// Release releases the instance; a delete step ends with it.
 	Release func(ctx context.Context, force bool) error
 	// NoJobs says no job of the run can be running on the instance (none
@@ -256,7 +257,7 @@ func (s *Steps) Do(ctx context.Context, req Request) error {
 	}
 	req.Log = &redactWriter{w: logOrDiscard(req.Log), r: s.redact}
 	if req.Progress == nil {
-		req.Progress = func(string) {}
+		req.Progress = func(progress.Report) {}
 	}
 	switch req.Step.Uses {
 	case plan.KindPreflight:

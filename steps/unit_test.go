@@ -43,7 +43,7 @@ func TestProgressLine(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := progressLine(tt.line, nil); got != tt.want {
+			if got := progressLine(tt.line, nil).Line; got != tt.want {
 				t.Errorf("progressLine = %q, want %q", got, tt.want)
 			}
 		})

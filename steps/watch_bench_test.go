@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/ssh"
@@ -71,7 +72,7 @@ func BenchmarkJobEndLatency(b *testing.B) {
 			b.Fatalf("run: %v", err)
 		}
 		err = s.Do(b.Context(), Request{NodeID: "wait@box", Step: &plan.Step{ID: "wait", Uses: plan.KindWait}, Instance: inst,
-			Jobs: []Job{{ID: id}}, Log: io.Discard, Progress: func(string) {}})
+			Jobs: []Job{{ID: id}}, Log: io.Discard, Progress: func(progress.Report) {}})
 		returned := time.Now()
 		if err != nil {
 			b.Fatalf("wait: %v", err)

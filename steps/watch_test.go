@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
@@ -254,7 +255,7 @@ func TestWatcherMissesNoEnd(t *testing.T) {
 	log := &logBuf{}
 	go func() {
 		done <- x.steps.Do(ctx, Request{NodeID: "wait@box", Step: &plan.Step{ID: "wait", Uses: plan.KindWait},
-			Instance: x.inst, With: hour, Jobs: []Job{{ID: id}}, Log: log, Progress: func(string) {}})
+			Instance: x.inst, With: hour, Jobs: []Job{{ID: id}}, Log: log, Progress: func(progress.Report) {}})
 	}()
 	var w *watcher
 	testrig.Eventually(t, 30*time.Second, "the watcher is ready", func() bool {

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
-	"github.com/taoflow/taoflow/steps"
 )
 
 func newStatusCmd(sio stdio, g *globals) *cobra.Command {
@@ -104,12 +104,13 @@ type runJSON struct {
 }
 
 // nodeStatusJSON is a node as status --json prints it: its facts as JSON values
-// (not JSON in strings), its cell with its values, its progress figures.
+// (not JSON in strings), its cell with its values, its progress figures as
+// recorded (Node.ProgressFigures).
 type nodeStatusJSON struct {
 	state.Node
-	Cell    *cellStatusJSON `json:"cell,omitempty"`
-	Facts   map[string]any  `json:"facts,omitempty"`
-	Figures *steps.Progress `json:"progress_figures,omitempty"`
+	Cell    *cellStatusJSON   `json:"cell,omitempty"`
+	Facts   map[string]any    `json:"facts,omitempty"`
+	Figures *progress.Figures `json:"progress_figures,omitempty"`
 	// FailedJob is the run node whose job failed, when this node (a wait)
 	// saw it fail; LogsCommand prints this node's log.
 	FailedJob   string `json:"failed_job,omitempty"`
@@ -143,7 +144,7 @@ func newNodesJSON(run string, nodes []state.Node) []nodeStatusJSON {
 	}
 	out := make([]nodeStatusJSON, 0, len(nodes))
 	for _, n := range nodes {
-		j := nodeStatusJSON{Node: n, FailedJob: n.Facts[runner.FactFailedJob], LogsCommand: runner.LogsCommand(run, n.ID)}
+		j := nodeStatusJSON{Node: n, Figures: n.ProgressFigures, FailedJob: n.Facts[runner.FactFailedJob], LogsCommand: runner.LogsCommand(run, n.ID)}
 		if n.Cell != "" {
 			j.Cell = &cellStatusJSON{ID: n.Cell, Values: cells[n.Cell]}
 		}
@@ -152,10 +153,6 @@ func newNodesJSON(run string, nodes []state.Node) []nodeStatusJSON {
 			for k, v := range n.Facts {
 				j.Facts[k] = factValue(v)
 			}
-		}
-		if n.Progress != "" {
-			p := steps.ParseProgress(n.Progress)
-			j.Figures = &p
 		}
 		out = append(out, j)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/sourcegraph/conc"
 
 	"github.com/taoflow/taoflow/engine"
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/runner"
-	"github.com/taoflow/taoflow/steps"
 )
 
 // applyView shows an apply: how it starts, every event, and how it ended.
@@ -128,20 +128,17 @@ func newJSONView(w io.Writer, run string) *jsonView {
 	return &jsonView{enc: json.NewEncoder(w), run: run}
 }
 
-// jsonEvent is an engine event as the json view prints it.
+// jsonEvent is an engine event as the json view prints it: with the run
+// id, and the event's progress figures (Event.Progress) after it, where
+// they have always been printed.
 type jsonEvent struct {
 	engine.Event
-	RunID    string          `json:"run_id"`
-	Progress *steps.Progress `json:"progress,omitempty"`
+	RunID    string            `json:"run_id"`
+	Progress *progress.Figures `json:"progress,omitempty"`
 }
 
 func (v *jsonView) Event(e engine.Event) {
-	je := jsonEvent{Event: e, RunID: v.run}
-	if e.Type == engine.NodeProgress {
-		p := steps.ParseProgress(e.Message)
-		je.Progress = &p
-	}
-	v.encode(je)
+	v.encode(jsonEvent{Event: e, RunID: v.run, Progress: e.Progress})
 }
 
 func (v *jsonView) Start(s applyStart) {
