@@ -217,8 +217,9 @@ func releasedMessage(o ReleaseOutcome) string {
 		return "left as it is (not created by this run)"
 	case ReleaseHeld:
 		return "held, not deleted: a results upload or fetch on it failed, so it keeps them (it costs nothing)"
+	default: // ReleaseUnknown
+		return "released; what became of it is unknown"
 	}
-	return "released; what became of it is unknown"
 }
 
 // holdsResults reports whether some directory a failed upload or fetch

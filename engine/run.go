@@ -137,8 +137,9 @@ func (o ReleaseOutcome) String() string {
 		return "left alone"
 	case ReleaseHeld:
 		return "held"
+	default: // ReleaseUnknown
+		return "unknown"
 	}
-	return "unknown"
 }
 
 // Instances provides and releases the run's instances. Release must be

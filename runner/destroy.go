@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"

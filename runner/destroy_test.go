@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/state"

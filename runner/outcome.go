@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
