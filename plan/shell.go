@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -166,6 +167,15 @@ func (sc *shellCmd) placement(masked string, off int, chain []syntax.Node, expr 
 		return expr + " stands where taoflow cannot tell how the shell reads it; put it outside quotes as a word of its own"
 	}
 	leaf := chain[len(chain)-1]
+	if hi := off + len(expr); hi < len(masked) && masked[hi] == '#' && slices.ContainsFunc(chain, func(n syntax.Node) bool {
+		_, ok := n.(*syntax.CmdSubst)
+		return ok
+	}) {
+		// The value ends in a quote: some parsers of $( ) (mvdan.cc/sh
+		// among them) read a # after a quote as a comment, which would
+		// leave the $( ) unclosed.
+		return "a # right after " + expr + " inside $( ) may start a comment once the value (a quoted word) is pasted in; put the # in quotes ('#') or a space before it"
+	}
 	switch leaf.(type) {
 	case *syntax.Comment:
 		return expr + " is inside a shell comment: a value holding a newline would end the comment and run the rest; remove it from the comment"
