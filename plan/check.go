@@ -431,6 +431,7 @@ func (c *checker) expressions() {
 				}
 				visited[v] = true
 			}
+			c.controls(v)
 			c.lintSecret(v)
 			if step != nil {
 				c.typos(v, step)
@@ -449,6 +450,7 @@ func (c *checker) expressions() {
 			}
 		case Map:
 			for _, f := range v.Fields {
+				c.keyControls(f)
 				walk(f.Value, step)
 			}
 		}

@@ -209,6 +209,9 @@ func (sc *shellCmd) placement(masked string, off int, chain []syntax.Node, expr 
 			if n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc {
 				return expr + " is a heredoc's delimiter; write the delimiter literally"
 			}
+			if n.N != nil && i+1 < len(chain) && chain[i+1] == syntax.Node(n.N) {
+				return expr + " stands before a redirection, where bash reads {name} as a variable for the file descriptor; write it literally"
+			}
 		case *syntax.Assign:
 			if n.Name != nil && chain[i+1] == syntax.Node(n.Name) {
 				return expr + " names a variable: the shell reads a name there, not a word; write the name literally"

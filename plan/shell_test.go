@@ -130,6 +130,7 @@ func TestExpressionPlacement(t *testing.T) {
 		"--rcfile":        `bash --rcfile f -c ${{ vars.x }}`,
 		"glob sh":         `/bin/s? -c ${{ vars.x }}`,
 		"quoted eval":     `"eval" ${{ vars.x }}`,
+		"{var} redirect":  `{${{ vars.x }}}<0 true`,
 	}
 	for name, command := range refused {
 		t.Run("refused/"+name, func(t *testing.T) {

@@ -28,7 +28,9 @@ func newDiagPrinter(w io.Writer, force bool) *diagPrinter {
 	if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
 		on = true
 	}
-	return &diagPrinter{w: w, snippets: on, src: map[string][]byte{}}
+	// A message may quote a value, and a snippet is a line of the file:
+	// escaped as the rest of the human output.
+	return &diagPrinter{w: escapeWriter{w}, snippets: on, src: map[string][]byte{}}
 }
 
 func (p *diagPrinter) print(d plan.Diagnostic) {
