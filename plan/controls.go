@@ -50,19 +50,25 @@ func controlName(r rune) string {
 	return fmt.Sprintf("the control character U+%04X", r)
 }
 
-const controlFix = "a terminal showing the value would obey it (plan, graph, status and logs print values); remove it, or write what it stands for as text"
+// controlFix says why a control character r is refused, and the fix.
+func controlFix(r rune) string {
+	if r == 0 {
+		return "remove it"
+	}
+	return "a terminal showing the value would obey it (plan, graph, status and logs print values); remove it, or write what it stands for as text"
+}
 
 // controls refuses a control character in string scalar v.
 func (c *checker) controls(v *Value) {
 	if off, r := controlAt(v.Text); off >= 0 {
-		c.d.errorf(c.offsetPos(v, off), "the string holds %s: %s", controlName(r), controlFix)
+		c.d.errorf(c.offsetPos(v, off), "the string holds %s: %s", controlName(r), controlFix(r))
 	}
 }
 
 // keyControls refuses a control character in a mapping key.
 func (c *checker) keyControls(f Field) {
 	if off, r := controlAt(f.Key); off >= 0 {
-		c.d.errorf(f.KeyPos, "the key holds %s: %s", controlName(r), controlFix)
+		c.d.errorf(f.KeyPos, "the key holds %s: %s", controlName(r), controlFix(r))
 	}
 }
 
@@ -85,7 +91,7 @@ func checkOverrides(p *Plan, opts Options, d *diags) {
 			pos, from = src.Pos, src.From
 		}
 		if off, r := controlAt(val); off >= 0 {
-			d.errorf(pos, "%s: the value of var %q holds %s at byte %d: %s", from, k, controlName(r), off, controlFix)
+			d.errorf(pos, "%s: the value of var %q holds %s at byte %d: %s", from, k, controlName(r), off, controlFix(r))
 			continue
 		}
 		if fs := secret.Lint(val); len(fs) > 0 {
