@@ -233,6 +233,7 @@ func (sc *shellCmd) placement(masked string, off int, chain []syntax.Node, expr 
 			switch n.Op {
 			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
 				return expr + " is an operand of " + n.Op.String() + " in [[ ]]" + via() + ", which bash evaluates as arithmetic (running $(…) found in an array subscript); check the value is a number first: n=" + expr + "; case $n in ''|*[!0-9]*) exit 2;; esac; then use [ \"$n\" " + n.Op.String() + " … ]"
+			default: // string, file and pattern tests read a word
 			}
 		case *syntax.UnaryTest:
 			if n.Op == syntax.TsVarSet || n.Op == syntax.TsRefVar {
