@@ -91,7 +91,7 @@ func checkOverrides(p *Plan, opts Options, d *diags) {
 			pos, from = src.Pos, src.From
 		}
 		if off, r := controlAt(val); off >= 0 {
-			d.errorf(pos, "%s: the value of var %q holds %s at byte %d: %s", from, k, controlName(r), off, controlFix(r))
+			d.errorf(pos, "%s: the value of var %q holds, at byte %d, %s: %s", from, k, off, controlName(r), controlFix(r))
 			continue
 		}
 		if fs := secret.Lint(val); len(fs) > 0 {

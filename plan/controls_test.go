@@ -60,11 +60,11 @@ func TestOverrideControlsAndSecrets(t *testing.T) {
 			Sources: map[string]plan.VarSource{"y": {Pos: plan.Pos{File: "vars.yaml", Line: 2, Col: 1}, From: "--var-file vars.yaml line 2"}}},
 			want: []string{`vars.yaml:2:1: error: --var-file vars.yaml line 2: the value of var "y" looks like an AWS access key id`}, secrets: []string{aws, "Q3EGZ5"}},
 		"osc 52 by --var": {opts: plan.Options{Vars: map[string]string{"x": "a\x1b]52;c;dG91Y2g=\x07"}},
-			want: []string{`--var x: error: --var x: the value of var "x" holds an escape character (ESC, \e)`}, secrets: []string{"\x1b"}},
+			want: []string{`--var x: error: --var x: the value of var "x" holds, at byte 1, an escape character (ESC, \e)`}, secrets: []string{"\x1b"}},
 		"nul by --var": {opts: plan.Options{Vars: map[string]string{"x": "a\x00b"}},
-			want: []string{`the value of var "x" holds a NUL byte`}, secrets: []string{"\x00"}},
+			want: []string{`the value of var "x" holds, at byte 1, a NUL byte`}, secrets: []string{"\x00"}},
 		"not utf-8 by --var": {opts: plan.Options{Vars: map[string]string{"x": "a\xffb"}},
-			want: []string{`the value of var "x" holds a byte that is not UTF-8`}},
+			want: []string{`the value of var "x" holds, at byte 1, a byte that is not UTF-8`}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
