@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -98,8 +99,8 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 		switch n.(type) {
 		case *syntax.Lit, *syntax.SglQuoted, *syntax.Comment:
 			lo, hi := int(n.Pos().Offset()), int(n.End().Offset())
-			for i, sp := range spans {
-				if chains[i] == nil && sp.lo >= lo && sp.lo < hi {
+			for i := sort.Search(len(spans), func(i int) bool { return spans[i].lo >= lo }); i < len(spans) && spans[i].lo < hi; i++ {
+				if chains[i] == nil {
 					chains[i] = append([]syntax.Node(nil), stack...)
 				}
 			}
@@ -107,7 +108,7 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 		return true
 	})
 	var out []shellProblem
-	sc := &shellCmd{text: text, spans: spans}
+	sc := &shellCmd{text: text, spans: spans, code: map[*syntax.CallExpr][]codeArg{}}
 	for i, sp := range spans {
 		if safeWordNS(sp.ns) {
 			continue
@@ -124,18 +125,19 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 // expressions stand.
 type shellCmd struct {
 	text  string
-	spans []span
+	spans []span // in order, apart
+	code  map[*syntax.CallExpr][]codeArg
 }
+
+// codeArg is a word of a simple command that runs as code (word) and the
+// word of the command that runs it (cmd), as indexes of its words.
+type codeArg struct{ word, cmd int }
 
 // hasExpr reports whether an expression stands inside node n.
 func (sc *shellCmd) hasExpr(n syntax.Node) bool {
 	lo, hi := int(n.Pos().Offset()), int(n.End().Offset())
-	for _, sp := range sc.spans {
-		if sp.lo < hi && sp.hi > lo {
-			return true
-		}
-	}
-	return false
+	i := sort.Search(len(sc.spans), func(i int) bool { return sc.spans[i].hi > lo })
+	return i < len(sc.spans) && sc.spans[i].lo < hi
 }
 
 // source is the text of n as written.
@@ -286,9 +288,14 @@ func (sc *shellCmd) scriptArg(chain []syntax.Node, expr string, out bool) string
 		if !ok {
 			return ""
 		}
-		for _, k := range sc.codeArgs(call.Args) {
-			if call.Args[k] == w {
-				name := sc.commandName(call.Args[sc.codeCommand(call.Args, k)])
+		code, ok := sc.code[call]
+		if !ok {
+			code = sc.codeArgs(call.Args)
+			sc.code[call] = code
+		}
+		for _, ca := range code {
+			if k := ca.word; call.Args[k] == w {
+				name := sc.commandName(call.Args[ca.cmd])
 				if name == "[" || name == "test" {
 					return expr + " is the variable name that " + name + " " + sc.source(call.Args[k-1]) + " reads, where bash runs a $(…) found in an array subscript; write the name literally"
 				}
@@ -315,8 +322,8 @@ var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true
 // sh), ${{ vars.x }}) may be a shell: followed by -c it is taken as one.
 // (Other programs that run a word as code — ssh HOST CMD, a word piped
 // into sh, python -c — are not recognised.)
-func (sc *shellCmd) codeArgs(args []*syntax.Word) []int {
-	var out []int
+func (sc *shellCmd) codeArgs(args []*syntax.Word) []codeArg {
+	var out []codeArg
 	for i := 0; i < len(args); i++ {
 		name := ""
 		if t, ok := sc.staticText(args[i]); ok {
@@ -329,45 +336,53 @@ func (sc *shellCmd) codeArgs(args []*syntax.Word) []int {
 				if a := args[j].Lit(); a == "--" || strings.HasPrefix(a, "-") && a != "-" {
 					continue
 				}
-				out = append(out, j)
+				out = append(out, codeArg{j, i})
 				break
 			}
 			return out
 		case name == "eval":
 			for j := i + 1; j < len(args); j++ {
-				out = append(out, j)
+				out = append(out, codeArg{j, i})
 			}
 			return out
 		case name == "su":
 			for j := i + 1; j+1 < len(args); j++ {
 				if a, _ := sc.staticText(args[j]); a == "-c" || a == "--command" {
-					out = append(out, j+1)
+					out = append(out, codeArg{j + 1, i})
 				}
 			}
 		case (name == "test" || args[i].Lit() == "[") && i == 0:
 			for j := i + 1; j+1 < len(args); j++ {
 				if a, _ := sc.staticText(args[j]); a == "-v" || a == "-R" {
-					out = append(out, j+1)
+					out = append(out, codeArg{j + 1, i})
 				}
 			}
 		case shells[name] || !sc.plainLiteral(args[i]):
-			out = append(out, sc.shellScript(args, i, shells[name])...)
+			scripts, end := sc.shellScript(args, i, shells[name])
+			for _, j := range scripts {
+				out = append(out, codeArg{j, i})
+			}
+			// The words it took as options and their arguments run no
+			// command (sh -o sh -o sh … is read once, not once a word).
+			i = max(i, end-1)
 		}
 	}
 	return out
 }
 
 // shellScript returns the indexes of the words that may be the script
-// the shell at args[i] runs when it is given -c: the first word that is
+// the shell at args[i] runs when it is given -c, and the index where its
+// options end: the first word that is
 // not an option, after the arguments of the options that take one (-o and
 // -O, +o and +O, also in clusters such as -eo pipefail; --rcfile,
 // --init-file). After a shell named literally, or after -c, a word that
 // is not a plain literal may be -c, another option, or the script; after
 // a word that only may be a shell it ends the options.
-func (sc *shellCmd) shellScript(args []*syntax.Word, i int, literal bool) []int {
+func (sc *shellCmd) shellScript(args []*syntax.Word, i int, literal bool) ([]int, int) {
 	var out []int
 	hasC, maybe := false, false
-	for j := i + 1; j < len(args); j++ {
+	j := i + 1
+	for ; j < len(args); j++ {
 		a, static := sc.staticText(args[j])
 		if !static {
 			if hasC || maybe {
@@ -402,7 +417,7 @@ func (sc *shellCmd) shellScript(args []*syntax.Word, i int, literal bool) []int 
 		}
 		j += strings.Count(a[1:], "o") + strings.Count(a[1:], "O")
 	}
-	return out
+	return out, j
 }
 
 // plainLiteral reports whether w is text that the shell reads as itself:
@@ -481,19 +496,6 @@ func (sc *shellCmd) commandName(w *syntax.Word) string {
 		return path.Base(t)
 	}
 	return sc.source(w)
-}
-
-// codeCommand returns the index of the shell, su, eval, trap or test word
-// that runs word k as code.
-func (sc *shellCmd) codeCommand(args []*syntax.Word, k int) int {
-	for i := k - 1; i >= 0; i-- {
-		for _, j := range sc.codeArgs(args[i:]) {
-			if i+j == k {
-				return i
-			}
-		}
-	}
-	return 0
 }
 
 // CheckContainerArgv checks a container's command: text that the
