@@ -351,6 +351,7 @@ func (sc *shellCmd) codeArgs(args []*syntax.Word) []codeArg {
 					out = append(out, codeArg{j + 1, i})
 				}
 			}
+			return out // the rest are su's arguments
 		case (name == "test" || args[i].Lit() == "[") && i == 0:
 			for j := i + 1; j+1 < len(args); j++ {
 				if a, _ := sc.staticText(args[j]); a == "-v" || a == "-R" {
