@@ -486,6 +486,7 @@ func (c *checker) expressions() {
 				}
 				visited[v] = true
 			}
+			c.controls(v)
 			c.lintSecret(v)
 			if step != nil {
 				c.typos(v, step)
@@ -504,6 +505,7 @@ func (c *checker) expressions() {
 			}
 		case Map:
 			for _, f := range v.Fields {
+				c.keyControls(f)
 				walk(f.Value, step)
 			}
 		}
@@ -665,6 +667,10 @@ func (c *checker) template(v *Value, s *Step) {
 // commands checks each run step's command as shell: every ${{ }} must
 // stand where the shell reads its value as one word (plan/shell.go), and a
 // container's command must be nothing but words (CheckContainerArgv).
+// maxShellProblems is how many refused expressions of one command are
+// reported, each at its position.
+const maxShellProblems = 20
+
 func (c *checker) commands() {
 	for _, s := range c.p.AllSteps() {
 		if s.Uses != KindRun {
@@ -686,7 +692,13 @@ func (c *checker) commands() {
 				problems = append(problems, *p)
 			}
 		}
-		for _, p := range problems {
+		for i, p := range problems {
+			if i == maxShellProblems {
+				// Each position costs a look at the text: a command of
+				// thousands of refused expressions is reported in part.
+				c.d.errorf(v.Pos, "and %d more expressions of this command are refused as the ones above", len(problems)-i)
+				break
+			}
 			if p.Warning {
 				c.d.warnf(c.offsetPos(v, p.Offset), "%s", p.Msg)
 			} else {

@@ -161,3 +161,30 @@ func (t Template) Render(lookup func(Ref) (string, bool), quote func(string) str
 func ShellField(kind, key string) bool {
 	return kind == KindRun && key == "command"
 }
+
+// MaxRendered bounds the bytes of one value once its ${{ }} expressions
+// are substituted (before the shell quoting of a command). A var is short
+// and a plan file at most MaxFileSize, but a long var named many times
+// would multiply: 100 KB named 10,000 times is 1 GB. validate refuses a
+// with: value that can pass the bound, so no later rendering does.
+const MaxRendered = 1 << 20
+
+// renderBounded is Render without quoting, refusing (ok false) when the
+// result would be more than MaxRendered bytes; it measures before it
+// builds anything.
+func (t Template) renderBounded(lookup func(Ref) (string, bool)) (string, bool) {
+	n := 0
+	for _, p := range t.Parts {
+		if p.Ref == nil {
+			n += len(p.Lit)
+		} else if v, ok := lookup(*p.Ref); ok {
+			n += len(v)
+		} else {
+			n += len(p.Ref.String()) + 7
+		}
+		if n > MaxRendered {
+			return "", false
+		}
+	}
+	return t.Render(lookup, nil), true
+}

@@ -152,7 +152,8 @@ func fetchTargets(p *Plan, opts Options, d *diags) {
 			if HasExpr(text) {
 				known := true
 				lookup := cs.lookup(p)
-				text = t.Render(func(r Ref) (string, bool) {
+				var small bool
+				text, small = t.renderBounded(func(r Ref) (string, bool) {
 					if val, ok := lookup(r); ok {
 						return val, true
 					}
@@ -162,8 +163,8 @@ func fetchTargets(p *Plan, opts Options, d *diags) {
 					}
 					known = false
 					return "", false
-				}, nil)
-				if !known || seen[text] {
+				})
+				if !small || !known || seen[text] {
 					return
 				}
 				seen[text] = true

@@ -69,12 +69,13 @@ func (c *checker) varsOnly(v *Value) string {
 	if err != nil {
 		return v.Text
 	}
-	return t.Render(func(r Ref) (string, bool) {
+	out, _ := t.renderBounded(func(r Ref) (string, bool) {
 		if r.NS == NSVars {
 			return c.p.Var(r.Name)
 		}
 		return "", false
-	}, nil)
+	})
+	return out
 }
 
 func (c *checker) resultsNotUploaded(s *Step) {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 )
@@ -34,13 +33,9 @@ type VarSource struct {
 // when it has errors, for tools that show what they can; callers must not
 // run a plan whose Diagnostics HasErrors.
 func Load(path string, opts Options) (*Plan, Diagnostics) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		msg := err.Error()
-		if os.IsNotExist(err) {
-			msg = "no such file"
-		}
-		return nil, Diagnostics{{Pos: Pos{File: path}, Severity: Error, Message: "cannot read the plan: " + msg}}
+		return nil, Diagnostics{{Pos: Pos{File: path}, Severity: Error, Message: "cannot read the plan: " + err.Error()}}
 	}
 	return Parse(path, data, opts)
 }
@@ -70,6 +65,7 @@ func Parse(file string, data []byte, opts Options) (*Plan, Diagnostics) {
 		// the run will use (a path a --var moves out of its directory, a
 		// send from a --var names).
 		overrideVars(p, opts, d)
+		checkOverrides(p, opts, d)
 		check(p, d)
 		checkValues(p, d)
 		fetchTargets(p, opts, d)
@@ -143,13 +139,9 @@ func ReadVarFiles(paths []string) (map[string]string, map[string]VarSource, Diag
 	vars, sources := map[string]string{}, map[string]VarSource{}
 	d := &diags{}
 	for _, path := range paths {
-		data, err := os.ReadFile(path)
+		data, err := readFile(path)
 		if err != nil {
-			msg := err.Error()
-			if os.IsNotExist(err) {
-				msg = "no such file"
-			}
-			d.errorf(Pos{File: path}, "cannot read the var file: %s", msg)
+			d.errorf(Pos{File: path}, "cannot read the var file: %s", err)
 			continue
 		}
 		root := parseTree(path, data, d)

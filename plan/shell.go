@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"sort"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -97,8 +99,8 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 		switch n.(type) {
 		case *syntax.Lit, *syntax.SglQuoted, *syntax.Comment:
 			lo, hi := int(n.Pos().Offset()), int(n.End().Offset())
-			for i, sp := range spans {
-				if chains[i] == nil && sp.lo >= lo && sp.lo < hi {
+			for i := sort.Search(len(spans), func(i int) bool { return spans[i].lo >= lo }); i < len(spans) && spans[i].lo < hi; i++ {
+				if chains[i] == nil {
 					chains[i] = append([]syntax.Node(nil), stack...)
 				}
 			}
@@ -106,16 +108,45 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 		return true
 	})
 	var out []shellProblem
+	sc := &shellCmd{text: text, spans: spans, code: map[*syntax.CallExpr][]codeArg{}}
 	for i, sp := range spans {
 		if safeWordNS(sp.ns) {
 			continue
 		}
 		expr := text[sp.lo:sp.hi]
-		if msg := placement(masked, sp.lo, chains[i], expr); msg != "" {
+		if msg := sc.placement(masked, sp.lo, chains[i], expr); msg != "" {
 			out = append(out, shellProblem{Offset: sp.lo, Msg: msg})
 		}
 	}
 	return out
+}
+
+// shellCmd is a command being checked: its text as written and where its
+// expressions stand.
+type shellCmd struct {
+	text  string
+	spans []span // in order, apart
+	code  map[*syntax.CallExpr][]codeArg
+}
+
+// codeArg is a word of a simple command that runs as code (word) and the
+// word of the command that runs it (cmd), as indexes of its words.
+type codeArg struct{ word, cmd int }
+
+// hasExpr reports whether an expression stands inside node n.
+func (sc *shellCmd) hasExpr(n syntax.Node) bool {
+	lo, hi := int(n.Pos().Offset()), int(n.End().Offset())
+	i := sort.Search(len(sc.spans), func(i int) bool { return sc.spans[i].hi > lo })
+	return i < len(sc.spans) && sc.spans[i].lo < hi
+}
+
+// source is the text of n as written.
+func (sc *shellCmd) source(n syntax.Node) string {
+	lo, hi := int(n.Pos().Offset()), int(n.End().Offset())
+	if lo < 0 || hi > len(sc.text) || lo > hi {
+		return ""
+	}
+	return sc.text[lo:hi]
 }
 
 // safeWordNS reports whether every value of a namespace is made only of
@@ -129,29 +160,59 @@ func safeWordNS(ns string) bool {
 
 // placement says why the expression at off, whose enclosing nodes are
 // chain (outermost first, a leaf last), would not arrive as one word; ""
-// when it does.
-func placement(masked string, off int, chain []syntax.Node, expr string) string {
+// when it does. Past a $( ) the value is no longer read by the shell as
+// text, but it may be what the command inside prints: the walk goes on
+// out of every $( ) to the places that run or evaluate such output (the
+// script of sh -c or eval, arithmetic, enclosing backquotes).
+func (sc *shellCmd) placement(masked string, off int, chain []syntax.Node, expr string) string {
 	if len(chain) == 0 {
 		return expr + " stands where taoflow cannot tell how the shell reads it; put it outside quotes as a word of its own"
 	}
 	leaf := chain[len(chain)-1]
+	if hi := off + len(expr); hi < len(masked) && masked[hi] == '#' && slices.ContainsFunc(chain, func(n syntax.Node) bool {
+		_, ok := n.(*syntax.CmdSubst)
+		return ok
+	}) {
+		// The value ends in a quote: some parsers of $( ) (mvdan.cc/sh
+		// among them) read a # after a quote as a comment, which would
+		// leave the $( ) unclosed.
+		return "a # right after " + expr + " inside $( ) may start a comment once the value (a quoted word) is pasted in; put the # in quotes ('#') or a space before it"
+	}
 	switch leaf.(type) {
 	case *syntax.Comment:
 		return expr + " is inside a shell comment: a value holding a newline would end the comment and run the rest; remove it from the comment"
 	case *syntax.SglQuoted:
 		return expr + " is inside single quotes: its value is pasted in as a quoted word, so a value holding ' ends the quotes and the rest runs as shell code; end the quotes before it and reopen them after, e.g. 'name='" + expr + "' …' (still one word; for sh -c scripts pass it as a positional parameter: sh -c 'train --lr \"$1\"' _ " + expr + ")"
 	}
-	// Walk outwards from the leaf until a $( ) starts a fresh shell.
+	// Walk outwards from the leaf. end is where the part of chain inside
+	// the innermost $( ) passed so far ends; out is set once one was.
+	end, out := len(chain), false
+	const subst = ", here through the output of a $( ) around it"
+	via := func() string {
+		if out {
+			return subst
+		}
+		return ""
+	}
 	for i := len(chain) - 2; i >= 0; i-- {
 		switch n := chain[i].(type) {
 		case *syntax.DblQuoted:
+			if out {
+				continue // a $( )'s output is not read again inside "…"
+			}
 			return expr + " is inside double quotes: its value is pasted in as a single-quoted word, so a value holding \" ends the quotes and the rest runs as shell code; end the quotes before it and reopen them after, e.g. \"lr=\"" + expr + "\" …\" (still one word)"
 		case *syntax.Redirect:
+			if out {
+				continue // a $( ) in a heredoc is parsed as one
+			}
 			if n.Hdoc != nil && i+1 < len(chain) && chain[i+1] == syntax.Node(n.Hdoc) {
 				return expr + " is inside a heredoc, where quotes are not read: a value holding $(…) or ` would run; set a variable before it (v=" + expr + ") and write $v in the heredoc"
 			}
 			if n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc {
 				return expr + " is a heredoc's delimiter; write the delimiter literally"
+			}
+			if n.N != nil && i+1 < len(chain) && chain[i+1] == syntax.Node(n.N) {
+				return expr + " stands before a redirection, where bash reads {name} as a variable for the file descriptor; write it literally"
 			}
 		case *syntax.Assign:
 			if n.Name != nil && chain[i+1] == syntax.Node(n.Name) {
@@ -166,22 +227,38 @@ func placement(masked string, off int, chain []syntax.Node, expr string) string 
 				return expr + " names the loop variable; write the name literally"
 			}
 		case *syntax.ParamExp:
-			return expr + " is part of a $ expansion (${…} or right after $): the shell would not read it as one word; set a variable first (v=" + expr + ") and expand $v"
+			return expr + " is part of a $ expansion (${…} or right after $)" + via() + ": the shell would not read it as one word; set a variable first (v=" + expr + ") and expand $v"
 		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop,
 			*syntax.BinaryArithm, *syntax.UnaryArithm, *syntax.ParenArithm:
-			return expr + " is inside arithmetic, which evaluates its text as an expression (bash runs $(…) found in an array subscript, even through a variable); check the value is a number first: n=" + expr + "; case $n in ''|*[!0-9]*) exit 2;; esac; then use $((n))"
+			return expr + " is inside arithmetic" + via() + ", which evaluates its text as an expression (bash runs $(…) found in an array subscript, even through a variable); check the value is a number first: n=" + expr + "; case $n in ''|*[!0-9]*) exit 2;; esac; then use $((n))"
+		case *syntax.BinaryTest:
+			switch n.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+				return expr + " is an operand of " + n.Op.String() + " in [[ ]]" + via() + ", which bash evaluates as arithmetic (running $(…) found in an array subscript); check the value is a number first: n=" + expr + "; case $n in ''|*[!0-9]*) exit 2;; esac; then use [ \"$n\" " + n.Op.String() + " … ]"
+			default: // string, file and pattern tests read a word
+			}
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsVarSet || n.Op == syntax.TsRefVar {
+				return expr + " is a variable name for " + n.Op.String() + " in [[ ]]" + via() + ", where bash runs $(…) found in an array subscript; write the name literally"
+			}
 		case *syntax.ExtGlob:
-			return expr + " is inside an extended glob pattern, where quotes are not read; set a variable first (v=" + expr + ")"
+			return expr + " is inside an extended glob pattern" + via() + ", where quotes are not read; set a variable first (v=" + expr + ")"
 		case *syntax.CmdSubst:
 			if n.Backquotes {
-				return expr + " is inside backquotes `…`, which remove backslashes before the inner shell reads the text; use $( … ) instead"
+				return expr + " is inside backquotes `…`, which remove backslashes before the inner shell reads the text (and a ` in the value ends them); use $( … ) instead"
 			}
-			return scriptArg(chain[i+1:], expr)
+			if msg := sc.scriptArg(chain[i+1:end], expr, out); msg != "" {
+				return msg
+			}
+			end, out = i+1, true
 		case *syntax.ProcSubst:
-			return scriptArg(chain[i+1:], expr)
+			if msg := sc.scriptArg(chain[i+1:end], expr, out); msg != "" {
+				return msg
+			}
+			end, out = i+1, true
 		}
 	}
-	if msg := scriptArg(chain, expr); msg != "" {
+	if msg := sc.scriptArg(chain[:end], expr, out); msg != "" {
 		return msg
 	}
 	// A backslash right before it escapes the quote that starts the value.
@@ -199,8 +276,9 @@ func placement(masked string, off int, chain []syntax.Node, expr string) string 
 
 // scriptArg reports an expression that is (part of) the shell code handed
 // to sh -c, bash -c, su -c or eval: the nearest command word around it in
-// chain.
-func scriptArg(chain []syntax.Node, expr string) string {
+// chain. out says the expression reaches that word as the output of a
+// $( ) inside it.
+func (sc *shellCmd) scriptArg(chain []syntax.Node, expr string, out bool) string {
 	for i := len(chain) - 2; i >= 0; i-- {
 		call, ok := chain[i].(*syntax.CallExpr)
 		if !ok {
@@ -210,10 +288,22 @@ func scriptArg(chain []syntax.Node, expr string) string {
 		if !ok {
 			return ""
 		}
-		for _, k := range codeArgs(call.Args) {
-			if call.Args[k] == w {
-				name := commandName(call.Args[codeCommand(call.Args, k)])
-				return expr + " is part of the script that " + name + " runs as shell code, where a value is code, not a word; pass it as a positional parameter instead: sh -c 'train --lr \"$1\"' _ " + expr
+		code, ok := sc.code[call]
+		if !ok {
+			code = sc.codeArgs(call.Args)
+			sc.code[call] = code
+		}
+		for _, ca := range code {
+			if k := ca.word; call.Args[k] == w {
+				name := sc.commandName(call.Args[ca.cmd])
+				if name == "[" || name == "test" {
+					return expr + " is the variable name that " + name + " " + sc.source(call.Args[k-1]) + " reads, where bash runs a $(…) found in an array subscript; write the name literally"
+				}
+				how := ""
+				if out {
+					how = " (as the output of the $( ) around it)"
+				}
+				return expr + " is part of the script that " + name + " runs as shell code" + how + ", where a value is code, not a word; pass it as a positional parameter instead: sh -c 'train --lr \"$1\"' _ " + expr
 			}
 		}
 		return ""
@@ -224,15 +314,21 @@ func scriptArg(chain []syntax.Node, expr string) string {
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true, "ksh": true, "mksh": true}
 
 // codeArgs returns the indexes of the words of a simple command that a
-// shell runs as code: the script after -c of sh/bash/… or $SHELL (wherever
-// the shell appears among the words: env sh -c, docker run image sh -c,
-// xargs sh -c), the command after su -c, every word after eval, trap's
-// action. (Other programs that run a word as code — ssh HOST CMD, a word
-// piped into sh, python -c — are not recognised.)
-func codeArgs(args []*syntax.Word) []int {
-	var out []int
+// shell runs as code: the script after -c of sh/bash/… (wherever the shell
+// appears among the words: env sh -c, docker run image sh -c, xargs sh -c),
+// the command after su -c, every word after eval, trap's action, the name
+// after -v or -R of test and [ (bash runs a $( ) in its subscript). A word
+// that is not a plain literal ("sh", s\h, /bin/s?, $SHELL, $(command -v
+// sh), ${{ vars.x }}) may be a shell: followed by -c it is taken as one.
+// (Other programs that run a word as code — ssh HOST CMD, a word piped
+// into sh, python -c — are not recognised.)
+func (sc *shellCmd) codeArgs(args []*syntax.Word) []codeArg {
+	var out []codeArg
 	for i := 0; i < len(args); i++ {
-		name := commandName(args[i])
+		name := ""
+		if t, ok := sc.staticText(args[i]); ok {
+			name = path.Base(t)
+		}
 		switch {
 		case name == "trap":
 			// trap CODE SIGNAL…: the first word that is not an option.
@@ -240,78 +336,167 @@ func codeArgs(args []*syntax.Word) []int {
 				if a := args[j].Lit(); a == "--" || strings.HasPrefix(a, "-") && a != "-" {
 					continue
 				}
-				out = append(out, j)
+				out = append(out, codeArg{j, i})
 				break
 			}
 			return out
 		case name == "eval":
 			for j := i + 1; j < len(args); j++ {
-				out = append(out, j)
+				out = append(out, codeArg{j, i})
 			}
 			return out
 		case name == "su":
 			for j := i + 1; j+1 < len(args); j++ {
-				if a := args[j].Lit(); a == "-c" || a == "--command" {
-					out = append(out, j+1)
+				if a, _ := sc.staticText(args[j]); a == "-c" || a == "--command" {
+					out = append(out, codeArg{j + 1, i})
 				}
 			}
-		case shells[name]:
-			hasC := false
-			j := i + 1
-			for ; j < len(args); j++ {
-				a := args[j].Lit()
-				if a == "--" {
-					j++
-					break
-				}
-				if len(a) < 2 || (a[0] != '-' && a[0] != '+') {
-					break
-				}
-				if strings.HasPrefix(a, "--") {
-					continue
-				}
-				if a[0] == '-' && strings.ContainsRune(a, 'c') {
-					hasC = true
-				}
-				if a[1:] == "o" && j+1 < len(args) {
-					j++ // -o option
+			return out // the rest are su's arguments
+		case (name == "test" || args[i].Lit() == "[") && i == 0:
+			for j := i + 1; j+1 < len(args); j++ {
+				if a, _ := sc.staticText(args[j]); a == "-v" || a == "-R" {
+					out = append(out, codeArg{j + 1, i})
 				}
 			}
-			if hasC && j < len(args) {
-				out = append(out, j)
+		case shells[name] || !sc.plainLiteral(args[i]):
+			scripts, end := sc.shellScript(args, i, shells[name])
+			for _, j := range scripts {
+				out = append(out, codeArg{j, i})
 			}
+			// The words it took as options and their arguments run no
+			// command (sh -o sh -o sh … is read once, not once a word).
+			i = max(i, end-1)
 		}
 	}
 	return out
 }
 
-// commandName is the name a word runs as a command: the base name of a
-// literal path, or sh for $SHELL and $BASH.
-func commandName(w *syntax.Word) string {
-	parts := w.Parts
-	if len(parts) == 1 {
-		if dq, ok := parts[0].(*syntax.DblQuoted); ok {
-			parts = dq.Parts
+// shellScript returns the indexes of the words that may be the script
+// the shell at args[i] runs when it is given -c, and the index where its
+// options end: the first word that is
+// not an option, after the arguments of the options that take one (-o and
+// -O, +o and +O, also in clusters such as -eo pipefail; --rcfile,
+// --init-file). After a shell named literally, or after -c, a word that
+// is not a plain literal may be -c, another option, or the script; after
+// a word that only may be a shell it ends the options.
+func (sc *shellCmd) shellScript(args []*syntax.Word, i int, literal bool) ([]int, int) {
+	var out []int
+	hasC, maybe := false, false
+	j := i + 1
+	for ; j < len(args); j++ {
+		a, static := sc.staticText(args[j])
+		if !static {
+			if hasC || maybe {
+				out = append(out, j)
+			}
+			if !literal && !hasC {
+				break // an argument of a program that may not be a shell
+			}
+			maybe = true
+			continue
 		}
-	}
-	if len(parts) == 1 {
-		if pe, ok := parts[0].(*syntax.ParamExp); ok && pe.Param != nil && (pe.Param.Value == "SHELL" || pe.Param.Value == "BASH") {
-			return "sh"
+		if a == "--" || a == "-" {
+			if (hasC || maybe) && j+1 < len(args) {
+				out = append(out, j+1)
+			}
+			break
 		}
+		if len(a) < 2 || (a[0] != '-' && a[0] != '+') {
+			if hasC || maybe {
+				out = append(out, j)
+			}
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			if a == "--rcfile" || a == "--init-file" {
+				j++
+			}
+			continue
+		}
+		if a[0] == '-' && strings.ContainsRune(a[1:], 'c') {
+			hasC = true
+		}
+		j += strings.Count(a[1:], "o") + strings.Count(a[1:], "O")
 	}
-	return path.Base(w.Lit())
+	return out, j
 }
 
-// codeCommand returns the index of the shell, su or eval word that runs
-// word k as code.
-func codeCommand(args []*syntax.Word, k int) int {
-	for i := k - 1; i >= 0; i-- {
-		name := commandName(args[i])
-		if shells[name] || name == "su" || name == "eval" || name == "trap" {
-			return i
+// plainLiteral reports whether w is text that the shell reads as itself:
+// one literal without quotes, backslashes, glob or brace characters or
+// expressions.
+func (sc *shellCmd) plainLiteral(w *syntax.Word) bool {
+	if len(w.Parts) != 1 || sc.hasExpr(w) {
+		return false
+	}
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	return ok && !strings.ContainsAny(lit.Value, "\\*?[]{}")
+}
+
+// staticText is the text w stands for when it has no expansion and no
+// expression: literals with their backslashes removed, quotes removed.
+// Glob and brace characters count as expansions.
+func (sc *shellCmd) staticText(w *syntax.Word) (string, bool) {
+	if sc.hasExpr(w) {
+		return "", false
+	}
+	var b strings.Builder
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?[]{}") {
+				return "", false
+			}
+			b.WriteString(unbackslash(p.Value, ""))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(unbackslash(lit.Value, "$`\"\\\n"))
+			}
+		default:
+			return "", false
 		}
 	}
-	return 0
+	return b.String(), true
+}
+
+// unbackslash removes the backslashes before the characters of only (any
+// character when only is empty), and backslash-newlines.
+func unbackslash(s, only string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && (only == "" || strings.IndexByte(only, s[i+1]) >= 0) {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// commandName is how a message names the command word w: the base name
+// of a literal path, or the word as written.
+func (sc *shellCmd) commandName(w *syntax.Word) string {
+	if t, ok := sc.staticText(w); ok && t != "" {
+		return path.Base(t)
+	}
+	return sc.source(w)
 }
 
 // CheckContainerArgv checks a container's command: text that the

@@ -62,6 +62,12 @@ func FuzzExpressionPlacement(f *testing.F) {
 		`eval ${{ vars.x }}`,
 		`trap ${{ vars.x }} EXIT`,
 		`echo ${{ cell.id }} "${{ run.id }}"`,
+		`"sh" -c echo\ ${{ vars.x }}`,
+		`bash -O extglob -c echo\ ${{ vars.x }}`,
+		`$(command -v sh) -c echo\ ${{ vars.x }}`,
+		"echo `echo $(echo ${{ vars.x }})`",
+		`eval "$(echo ${{ vars.x }})"`,
+		`[[ ${{ vars.x }} -eq 1 ]]`,
 	} {
 		f.Add(s)
 	}

@@ -20,6 +20,8 @@ var payloads = []string{
 	";touch pwned",
 	"a\ntouch pwned\n#",
 	"`touch pwned`",
+	"a[$(touch pwned)]",
+	"a`;touch pwned;echo `",
 }
 
 // commandPlan is a plan whose one run step has the given command (a
@@ -78,12 +80,29 @@ func TestExpressionPlacement(t *testing.T) {
 		"comment":           {command: "echo hi # ${{ vars.x }}", want: "is inside a shell comment"},
 		"backslash":         {command: `echo \${{ vars.x }}`, want: "plan.yaml:11:15: error: a backslash right before ${{ vars.x }}"},
 		"in $( ) in quotes": {command: `echo "$(echo "${{ vars.x }}")"`, want: "is inside double quotes"},
+		// Issue 22.6: the bypasses of the last round's check.
+		`"sh" -c`:                {command: `"sh" -c echo\ ${{ vars.x }}`, want: "plan.yaml:11:23: error: ${{ vars.x }} is part of the script that sh runs"},
+		`sh "-c"`:                {command: `sh "-c" echo\ ${{ vars.x }}`, want: "the script that sh runs"},
+		`s\h -c`:                 {command: `s\h -c echo\ ${{ vars.x }}`, want: "the script that sh runs"},
+		"bash -O extglob -c":     {command: `bash -O extglob -c echo\ ${{ vars.x }}`, want: "the script that bash runs"},
+		"bash -eo pipefail -c":   {command: `bash -eo pipefail -c echo\ ${{ vars.x }}`, want: "the script that bash runs"},
+		"$(command -v sh) -c":    {command: `$(command -v sh) -c echo\ ${{ vars.x }}`, want: "the script that $(command -v sh) runs"},
+		"backquotes around $( )": {command: "echo `echo $(echo ${{ vars.x }})`", shell: "bash", want: "is inside backquotes"},
+		"eval of a $( )":         {command: `eval "$(echo ${{ vars.x }})"`, want: "the script that eval runs as shell code (as the output of the $( ) around it)"},
+		"sh -c of a $( )":        {command: `sh -c "$(echo ${{ vars.x }})"`, want: "the script that sh runs"},
+		"arithmetic of a $( )":   {command: `echo $(( $(echo ${{ vars.x }}) ))`, shell: "bash", want: "is inside arithmetic, here through the output of a $( )"},
+		"[[ -eq ]]":              {command: `[[ ${{ vars.x }} -eq 1 ]]`, shell: "bash", want: "is an operand of -eq in [[ ]]"},
+		"[[ -v ]]":               {command: `[[ -v ${{ vars.x }} ]]`, shell: "bash", want: "is a variable name for -v"},
+		"[ -v ]":                 {command: `[ -v ${{ vars.x }} ]`, shell: "bash", want: "is the variable name that [ -v reads"},
 	}
 	for name, tc := range unsafe {
 		t.Run("unsafe/"+name, func(t *testing.T) {
 			shell := "sh"
 			if strings.HasPrefix(tc.command, "bash") {
 				shell = "bash"
+			}
+			if tc.shell != "" {
+				shell = tc.shell
 			}
 			if ok, _ := injects(t, shell, tc.command); !ok {
 				t.Fatalf("no payload injected through %q: the case does not show an attack", tc.command)
@@ -105,6 +124,13 @@ func TestExpressionPlacement(t *testing.T) {
 		"trap":            `trap echo\ ${{ vars.x }} EXIT`,
 		"$SHELL -c":       `"$SHELL" -c ${{ vars.x }}`,
 		"not valid shell": `echo ${{ vars.x }} "`,
+		"expression -c":   `${{ vars.x }} -c echo\ ${{ vars.x }}`,
+		"$SHELL -O -c":    `"$SHELL" -O extglob -c ${{ vars.x }}`,
+		"computed option": `sh "$FLAGS" ${{ vars.x }}`,
+		"--rcfile":        `bash --rcfile f -c ${{ vars.x }}`,
+		"glob sh":         `/bin/s? -c ${{ vars.x }}`,
+		"quoted eval":     `"eval" ${{ vars.x }}`,
+		"{var} redirect":  `{${{ vars.x }}}<0 true`,
 	}
 	for name, command := range refused {
 		t.Run("refused/"+name, func(t *testing.T) {
@@ -129,6 +155,13 @@ func TestExpressionPlacement(t *testing.T) {
 		`case ${{ vars.x }} in a) echo a;; esac`,
 		"echo \"cell ${{ cell.id }} of ${{ run.id }} on ${{ instance.name }}\" # ${{ cell.index }}",
 		`sh -c 'echo ${{ cell.id }}'`,
+		`"$PY" train.py ${{ vars.x }}`,
+		`$(command -v python3) -m json.tool ${{ vars.x }} || true`,
+		`bash -O extglob -c 'echo "$1"' _ ${{ vars.x }}`,
+		"cat <<EOF\n$(echo ${{ vars.x }})\nEOF",
+		`[ ${{ vars.x }} = a ]`,
+		`[[ ${{ vars.x }} == a ]]`,
+		`sh -c 'echo "$1"' _ "$(echo ${{ vars.x }})"`,
 	}
 	for _, command := range safe {
 		t.Run("safe/"+command, func(t *testing.T) {
@@ -190,5 +223,18 @@ func TestContainerArgv(t *testing.T) {
 	want := "plan.yaml:12:15: error: an escaped ';' in a container's command"
 	if got := render(diags); !strings.Contains(got, want) {
 		t.Errorf("validate said:\n%s\nwant %q", got, want)
+	}
+}
+
+// TestManyRefusedExpressions: a command of thousands of refused
+// expressions is reported in part (each position costs a look at the
+// text: 20,000 took validate 106 s), and checked in time linear in its
+// words (a cache per simple command: the word scan was cubic).
+func TestManyRefusedExpressions(t *testing.T) {
+	cmd := "eval" + strings.Repeat(" ${{ vars.x }}", 100)
+	_, diags := plan.Parse("plan.yaml", commandPlan(cmd, ""), plan.Options{})
+	got := render(diags)
+	if n := strings.Count(got, ": error: "); n != 21 || !strings.Contains(got, "plan.yaml:10:16: error: and 80 more expressions of this command are refused") {
+		t.Fatalf("%d errors:\n%s", n, got)
 	}
 }

@@ -50,7 +50,8 @@ func (c *checker) localPath(text string) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		text = t.Render(func(r Ref) (string, bool) {
+		var small bool
+		text, small = t.renderBounded(func(r Ref) (string, bool) {
 			switch r.NS {
 			case NSVars:
 				if v, found := c.p.Var(r.Name); found {
@@ -61,7 +62,10 @@ func (c *checker) localPath(text string) (string, bool) {
 			}
 			ok = false
 			return "x", true
-		}, nil)
+		})
+		if !small {
+			return "", false // refused by checkValues
+		}
 	}
 	if !filepath.IsAbs(text) {
 		text = filepath.Join(c.p.Dir(), text)

@@ -207,6 +207,12 @@ func (c *checker) checkField(s *Step, f Field) {
 			seenKeys[kb.String()] = true
 		}
 		lookup := cs.lookup(c.p)
+		if big := tooLarge(f.Value, lookup); big != nil {
+			if first == nil {
+				first = Diagnostics{{Pos: big.Pos, Severity: Error, Message: fmt.Sprintf("once its ${{ }} expressions are substituted, this value is more than %d MiB, the limit of one rendered value (plan.MaxRendered): a long var or matrix value named many times multiplies; name it fewer times, or send the data as a file", MaxRendered>>20)}}
+			}
+			return
+		}
 		sub := substituteValue(f.Value, lookup)
 		if m != nil {
 			key, _ := json.Marshal(sub.JSON())
@@ -237,6 +243,34 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// tooLarge returns the first string under v whose substitution would be
+// more than MaxRendered bytes, or nil.
+func tooLarge(v *Value, lookup func(Ref) (string, bool)) *Value {
+	switch v.Kind {
+	case Scalar:
+		if v.IsString() && HasExpr(v.Text) {
+			if t, err := ParseTemplate(v.Text); err == nil {
+				if _, ok := t.renderBounded(lookup); !ok {
+					return v
+				}
+			}
+		}
+	case List:
+		for _, it := range v.Items {
+			if big := tooLarge(it, lookup); big != nil {
+				return big
+			}
+		}
+	case Map:
+		for _, f := range v.Fields {
+			if big := tooLarge(f.Value, lookup); big != nil {
+				return big
+			}
+		}
+	}
+	return nil
 }
 
 // substituteValue returns a copy of v with every expression lookup knows

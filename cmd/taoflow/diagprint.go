@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"golang.org/x/term"
 
@@ -28,7 +29,9 @@ func newDiagPrinter(w io.Writer, force bool) *diagPrinter {
 	if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
 		on = true
 	}
-	return &diagPrinter{w: w, snippets: on, src: map[string][]byte{}}
+	// A message may quote a value, and a snippet is a line of the file:
+	// escaped as the rest of the human output.
+	return &diagPrinter{w: escapeWriter{w}, snippets: on, src: map[string][]byte{}}
 }
 
 func (p *diagPrinter) print(d plan.Diagnostic) {
@@ -38,8 +41,26 @@ func (p *diagPrinter) print(d plan.Diagnostic) {
 	}
 	b, ok := p.src[d.Pos.File]
 	if !ok {
-		b, _ = os.ReadFile(d.Pos.File)
+		b = readSource(d.Pos.File)
 		p.src[d.Pos.File] = b
 	}
 	fmt.Fprint(p.w, plan.Snippet(b, d.Pos))
+}
+
+// readSource reads a plan or var file back for snippets: a regular file,
+// at most plan.MaxFileSize bytes (what plan.Load read), or nothing.
+func readSource(path string) []byte {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, plan.MaxFileSize+1))
+	if err != nil || len(b) > plan.MaxFileSize {
+		return nil
+	}
+	return b
 }

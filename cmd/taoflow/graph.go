@@ -34,10 +34,13 @@ its instance). Finalizers run after every step on their instance has ended.
 			if err != nil {
 				return err
 			}
+			// Node ids carry matrix values: escaped as apply and status
+			// escape them.
+			w := escapeWriter{sio.out}
 			if format == "dot" {
-				writeDOT(sio.out, g)
+				writeDOT(w, g)
 			} else {
-				writeMermaid(sio.out, g)
+				writeMermaid(w, g)
 			}
 			return nil
 		},

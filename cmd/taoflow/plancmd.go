@@ -101,7 +101,10 @@ count it; budget: {unpriced: allow} lets it run, uncounted, and plan says so).`,
 				out.Preview = sum
 				return enc.Encode(out)
 			}
-			return printPreview(w, g, sum, pv)
+			// Matrix values, vars, the commands and brev search's
+			// answers are escaped as apply and status escape them (JSON's
+			// own escaping covers --json).
+			return printPreview(escapeWriter{w}, g, sum, pv)
 		},
 	}
 	vf.register(cmd)

@@ -239,7 +239,7 @@ func writeResultsCSV(w io.Writer, t runner.ResultTable) error {
 		head = append(head, m, m+"_best")
 	}
 	head = append(head, "results", "partial", "partial_why")
-	if err := cw.Write(head); err != nil {
+	if err := cw.Write(csvFields(head)); err != nil {
 		return err
 	}
 	num := func(v float64, ok bool) string {
@@ -270,12 +270,23 @@ func writeResultsCSV(w io.Writer, t runner.ResultTable) error {
 			partial = "true"
 		}
 		line = append(line, strings.Join(r.Results, " "), partial, r.PartialWhy)
-		if err := cw.Write(line); err != nil {
+		if err := cw.Write(csvFields(line)); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// csvFields escapes the control characters of each field (escapeControls),
+// newlines included: a metric name or matrix value from a job's output
+// cannot drive the terminal of whoever reads the CSV, and each record
+// stays one line.
+func csvFields(fields []string) []string {
+	for i, f := range fields {
+		fields[i] = escapeControls(f)
+	}
+	return fields
 }
 
 // printResults prints the results table at the end of apply, when the run
