@@ -383,36 +383,6 @@ func (g *Graph) With(n *Node, sc Scope) *plan.Value {
 		}
 		return "", false
 	}
-	return substitute(n.Step.With, n.Step.Uses, "", lookup)
+	return plan.Substitute(n.Step.With, n.Step.Uses, lookup, shellquote.Quote)
 }
 
-func substitute(v *plan.Value, kind, key string, lookup func(plan.Ref) (string, bool)) *plan.Value {
-	out := *v
-	switch v.Kind {
-	case plan.Scalar:
-		if v.Tag == "!!str" && plan.HasExpr(v.Text) {
-			if t, err := plan.ParseTemplate(v.Text); err == nil {
-				var quote func(string) string
-				if plan.ShellField(kind, key) {
-					quote = shellquote.Quote
-				}
-				out.Text = t.Render(lookup, quote)
-			}
-		}
-	case plan.List:
-		out.Items = make([]*plan.Value, len(v.Items))
-		for i, it := range v.Items {
-			out.Items[i] = substitute(it, kind, key, lookup)
-		}
-	case plan.Map:
-		out.Fields = make([]plan.Field, len(v.Fields))
-		for i, f := range v.Fields {
-			k := key
-			if k == "" {
-				k = f.Key
-			}
-			out.Fields[i] = plan.Field{Key: f.Key, KeyPos: f.KeyPos, Value: substitute(f.Value, kind, k, lookup)}
-		}
-	}
-	return &out
-}

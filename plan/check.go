@@ -21,12 +21,11 @@ import (
 type checker struct {
 	p     *Plan
 	d     *diags
-	steps map[string]*Step
 	lines [][]byte // the source split into lines, made on first use
 }
 
 func check(p *Plan, d *diags) {
-	c := &checker{p: p, d: d, steps: map[string]*Step{}}
+	c := &checker{p: p, d: d}
 	c.ids()
 	c.platform()
 	c.instances()
@@ -50,11 +49,9 @@ func (c *checker) ids() {
 		if s.ID == "" {
 			continue
 		}
-		if first, dup := c.steps[s.ID]; dup {
+		if first := c.p.Step(s.ID); first != s {
 			c.d.errorf(s.IDPos, "duplicate step id %q (first used at line %d)", clip(s.ID), first.IDPos.Line)
-			continue
 		}
-		c.steps[s.ID] = s
 	}
 }
 
@@ -188,9 +185,9 @@ func (c *checker) s3URL(s *Step) (*Value, string) {
 func (c *checker) step(s *Step) {
 	// needs
 	for _, n := range s.Needs {
-		t, ok := c.steps[n.Name]
+		t := c.p.Step(n.Name)
 		switch {
-		case !ok:
+		case t == nil:
 			c.d.errorf(n.Pos, "unknown step %q in needs%s", clip(n.Name), c.suggest(n.Name, c.stepIDs()))
 		case s.Finally && !t.Finally:
 			c.d.errorf(n.Pos, "finally step %q cannot need step %q: finalizers run after all steps anyway", s.ID, n.Name)
@@ -241,7 +238,7 @@ func (c *checker) step(s *Step) {
 	w := s.With
 	switch s.Uses {
 	case KindWait:
-		if !slices.ContainsFunc(s.Needs, func(n Name) bool { t := c.steps[n.Name]; return t != nil && t.Uses == KindRun }) {
+		if !slices.ContainsFunc(s.Needs, func(n Name) bool { t := c.p.Step(n.Name); return t != nil && t.Uses == KindRun }) {
 			c.d.errorf(s.IDPos, "wait step %q must need a run step: it waits for the jobs that step launched", s.ID)
 		}
 		c.waitWhereRun(s)
@@ -715,13 +712,13 @@ func (c *checker) waitWhereRun(s *Step) {
 	if s.Matrix != nil {
 		return // cells are waited for where they were placed
 	}
-	on := c.instancesOf(s)
+	on := c.p.Pool(s)
 	for _, n := range s.Needs {
-		t := c.steps[n.Name]
+		t := c.p.Step(n.Name)
 		if t == nil || t.Uses != KindRun || t.Matrix != nil {
 			continue
 		}
-		runOn := c.instancesOf(t)
+		runOn := c.p.Pool(t)
 		var extra []string
 		for _, i := range on {
 			if !slices.Contains(runOn, i) {
@@ -733,21 +730,6 @@ func (c *checker) waitWhereRun(s *Step) {
 				s.ID, strings.Join(extra, ", "), t.ID, strings.Join(runOn, ", "), strings.Join(runOn, ", "))
 		}
 	}
-}
-
-// instancesOf returns the names of the instances step s runs on.
-func (c *checker) instancesOf(s *Step) []string {
-	if s.On == nil || s.OnAll {
-		return c.p.InstanceNames()
-	}
-	var out []string
-	for _, n := range s.On {
-		if n.Name == "all" {
-			return c.p.InstanceNames()
-		}
-		out = append(out, n.Name)
-	}
-	return out
 }
 
 // runWithoutWait warns about run steps no wait step follows.
@@ -799,7 +781,7 @@ func (c *checker) runWithoutWait() {
 // the cells' results steps would start before their own jobs ended.
 func (c *checker) waitPerCell(s *Step) {
 	for _, n := range s.Needs {
-		t := c.steps[n.Name]
+		t := c.p.Step(n.Name)
 		if t == nil || t.Uses != KindRun {
 			continue
 		}
@@ -844,7 +826,7 @@ func (c *checker) ancestors(s *Step) map[*Step]bool {
 		cur := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, n := range cur.Needs {
-			if t := c.steps[n.Name]; t != nil && !out[t] {
+			if t := c.p.Step(n.Name); t != nil && !out[t] {
 				out[t] = true
 				stack = append(stack, t)
 			}

@@ -11,22 +11,22 @@ import (
 func (c *checker) cycles() {
 	g := dag.New()
 	for _, s := range c.p.AllSteps() {
-		if s.ID != "" && c.steps[s.ID] == s {
+		if s.ID != "" && c.p.Step(s.ID) == s {
 			g.AddNode(s.ID)
 		}
 	}
 	for _, s := range c.p.AllSteps() {
-		if c.steps[s.ID] != s {
+		if c.p.Step(s.ID) != s {
 			continue
 		}
 		for _, n := range s.Needs {
-			if t := c.steps[n.Name]; t != nil && t.Finally == s.Finally {
+			if t := c.p.Step(n.Name); t != nil && t.Finally == s.Finally {
 				g.Connect(s.ID, n.Name)
 			}
 		}
 	}
 	for _, cyc := range g.Cycles() {
-		first := c.steps[cyc[0]]
+		first := c.p.Step(cyc[0])
 		if len(cyc) <= 2 {
 			c.d.errorf(first.IDPos, "step %q needs itself", first.ID)
 			continue

@@ -10,12 +10,7 @@ import (
 // have their final values. --strict (Options.Strict) makes every warning
 // an error.
 func lint(p *Plan, d *diags) {
-	c := &checker{p: p, d: d, steps: map[string]*Step{}}
-	for _, s := range p.AllSteps() {
-		if _, dup := c.steps[s.ID]; !dup && s.ID != "" {
-			c.steps[s.ID] = s
-		}
-	}
+	c := &checker{p: p, d: d}
 	for _, s := range p.AllSteps() {
 		switch s.Uses {
 		case KindRun:
@@ -46,7 +41,7 @@ func (c *checker) pool(s *Step) []*Instance {
 // deletes it when it is done (a created brev instance or a local sandbox,
 // without keep: true).
 func (c *checker) deletedAtTeardown(in *Instance) bool {
-	return !in.Keep && (in.Create || c.p.Platform.Kind == PlatformLocal)
+	return !in.Keep && in.RunCreates(c.p.Platform.Kind)
 }
 
 // descendants returns the steps that need s, directly or not.

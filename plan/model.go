@@ -251,11 +251,13 @@ func (p *Plan) Step(id string) *Step {
 	return p.stepIndex[id]
 }
 
-// index builds the step lookup; the first of duplicate ids wins.
+// index builds the step lookup, the one index of steps by id that every
+// check and caller uses: the first of duplicate ids wins (validate reports
+// the others), and a step without an id is not in it.
 func (p *Plan) index() {
 	p.stepIndex = map[string]*Step{}
 	for _, s := range p.AllSteps() {
-		if _, dup := p.stepIndex[s.ID]; !dup {
+		if _, dup := p.stepIndex[s.ID]; !dup && s.ID != "" {
 			p.stepIndex[s.ID] = s
 		}
 	}

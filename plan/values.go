@@ -213,7 +213,7 @@ func (c *checker) checkField(s *Step, f Field) {
 			}
 			return
 		}
-		sub := substituteValue(f.Value, lookup)
+		sub := substitute(f.Value, s.Uses, f.Key, lookup, nil)
 		if m != nil {
 			key, _ := json.Marshal(sub.JSON())
 			if seen[string(key)] {
@@ -273,28 +273,43 @@ func tooLarge(v *Value, lookup func(Ref) (string, bool)) *Value {
 	return nil
 }
 
-// substituteValue returns a copy of v with every expression lookup knows
-// replaced (as written: the shell quoting of commands does not change a
-// value's type). A scalar made entirely of one expression takes the YAML
-// type its value would have had if written there (30 is an integer).
-func substituteValue(v *Value, lookup func(Ref) (string, bool)) *Value {
+// Substitute returns a copy of v, the with: of a step of the given kind,
+// with every expression lookup knows replaced; in a shell field
+// (ShellField) each value passes through quote first, when quote is not
+// nil. It is the one substitution of a plan's values: validate's (quote
+// nil, as written: the shell quoting of commands does not change a value's
+// type) and the run's (engine.Expand, with shellquote.Quote).
+func Substitute(v *Value, kind string, lookup func(Ref) (string, bool), quote func(string) string) *Value {
+	return substitute(v, kind, "", lookup, quote)
+}
+
+// substitute is Substitute under with.key (key "" at the top).
+func substitute(v *Value, kind, key string, lookup func(Ref) (string, bool), quote func(string) string) *Value {
 	out := *v
 	switch v.Kind {
 	case Scalar:
 		if v.IsString() && HasExpr(v.Text) {
 			if t, err := ParseTemplate(v.Text); err == nil {
-				out.Text = t.Render(lookup, nil)
+				q := quote
+				if !ShellField(kind, key) {
+					q = nil
+				}
+				out.Text = t.Render(lookup, q)
 			}
 		}
 	case List:
 		out.Items = make([]*Value, len(v.Items))
 		for i, it := range v.Items {
-			out.Items[i] = substituteValue(it, lookup)
+			out.Items[i] = substitute(it, kind, key, lookup, quote)
 		}
 	case Map:
 		out.Fields = make([]Field, len(v.Fields))
 		for i, f := range v.Fields {
-			out.Fields[i] = Field{Key: f.Key, KeyPos: f.KeyPos, Value: substituteValue(f.Value, lookup)}
+			k := key
+			if k == "" {
+				k = f.Key
+			}
+			out.Fields[i] = Field{Key: f.Key, KeyPos: f.KeyPos, Value: substitute(f.Value, kind, k, lookup, quote)}
 		}
 	}
 	return &out
