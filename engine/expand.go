@@ -385,4 +385,3 @@ func (g *Graph) With(n *Node, sc Scope) *plan.Value {
 	}
 	return plan.Substitute(n.Step.With, n.Step.Uses, lookup, shellquote.Quote)
 }
-
