@@ -181,3 +181,10 @@ func TestExecErrors(t *testing.T) {
 		t.Errorf("Exec on a deleted sandbox: error %v, want an ExecError wrapping ErrNotFound", err)
 	}
 }
+
+// TestExecTransportLong: a script's size is no limit (platformtest.ExecLong).
+func TestExecTransportLong(t *testing.T) {
+	platformtest.ExecLong(t, func(t *testing.T) (platform.Platform, platform.Instance) {
+		return newInstance(t)
+	}, platformtest.LongOptions{})
+}
