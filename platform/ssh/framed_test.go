@@ -1,0 +1,111 @@
+package ssh
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taoflow/taoflow/platform"
+)
+
+// dribble writes b to w in pieces of the given sizes (cycling), each a
+// write of its own with a pause after it, so that the reader's reads
+// return short, then closes w.
+func dribble(w io.WriteCloser, b []byte, sizes ...int) {
+	defer w.Close()
+	for i := 0; len(b) > 0; i++ {
+		n := min(sizes[i%len(sizes)], len(b))
+		if _, err := w.Write(b[:n]); err != nil {
+			return
+		}
+		b = b[n:]
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestReadFramed runs the remote wrapper itself (no ssh), under dash and
+// bash as the login shell, with its stdin coming in pieces of odd sizes:
+// it must take exactly the script's bytes, run the script, and leave the
+// job every byte of stdin behind the script; when stdin ends before the
+// script has come whole, it must say how much came, run nothing and leave
+// no file behind.
+func TestReadFramed(t *testing.T) {
+	var shells []string
+	for _, sh := range []string{"dash", "bash"} {
+		if p, err := exec.LookPath(sh); err == nil {
+			shells = append(shells, p)
+		}
+	}
+	if len(shells) == 0 {
+		t.Fatal("neither dash nor bash is installed")
+	}
+	// The job's stdin: binary, NULs included.
+	job := make([]byte, 300<<10)
+	for i := range job {
+		job[i] = byte(i * 7)
+	}
+	script := "touch \"$HOME/ran\"; : <<'EOF'\n" + strings.Repeat("padding line\n", 20000) + "EOF\ncat; echo \"$#\" >&2"
+	body := []byte(platform.ScriptBody(script))
+
+	type run struct {
+		stdout, stderr []byte
+		code           int
+		home           string
+	}
+	wrap := func(t *testing.T, sh string, in []byte, sizes ...int) run {
+		home, tmp := t.TempDir(), t.TempDir()
+		nonce := newNonce()
+		cmd := exec.Command(sh, "-c", remoteCommand(nonce, len(body)))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + tmp}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go dribble(w, in, sizes...)
+		_ = cmd.Wait()
+		left, _ := filepath.Glob(filepath.Join(tmp, ".taoflow-*"))
+		if len(left) > 0 {
+			t.Errorf("the wrapper left %v behind", left)
+		}
+		m := markerPrefix(nonce)
+		return run{out.Bytes(), []byte(strings.ReplaceAll(errb.String(), m, "<m>")), cmd.ProcessState.ExitCode(), home}
+	}
+	for _, sh := range shells {
+		for name, sizes := range map[string][]int{
+			"whole":            {len(body) + len(job)},
+			"odd pieces":       {1, 7, 4093, 65536 + 3, 131072},
+			"split at the end": {len(body) - 1, 2, 1000},
+		} {
+			t.Run(filepath.Base(sh)+"/"+name, func(t *testing.T) {
+				r := wrap(t, sh, append(append([]byte(nil), body...), job...), sizes...)
+				if r.code != 0 || !bytes.Equal(r.stdout, job) {
+					t.Errorf("exit %d, the job's stdin came back %v (%d bytes of %d); stderr %q", r.code, bytes.Equal(r.stdout, job), len(r.stdout), len(job), r.stderr)
+				}
+				if !bytes.HasSuffix(r.stderr, []byte("0\n<m>rc=0\n")) {
+					t.Errorf("stderr %q, want the script's \"0\" (no arguments) and rc=0", r.stderr)
+				}
+			})
+		}
+		t.Run(filepath.Base(sh)+"/short", func(t *testing.T) {
+			r := wrap(t, sh, body[:len(body)/2], 1000)
+			want := "<m>short=" + strconv.Itoa(len(body)/2) + "\n"
+			if r.code != 1 || !strings.HasSuffix(string(r.stderr), want) {
+				t.Errorf("exit %d, stderr %q; want exit 1 and %q", r.code, r.stderr, want)
+			}
+			if _, err := os.Stat(filepath.Join(r.home, "ran")); err == nil {
+				t.Error("the script ran although it came in part")
+			}
+		})
+	}
+}
