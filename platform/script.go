@@ -47,7 +47,10 @@ const ScriptCommand = ". /dev/fd/3"
 // descriptor of its own by then), so that nothing the script starts
 // inherits it. The prologue ends with "; ", not a newline, so line numbers
 // in the shell's messages are the script's own.
-func ScriptBody(script string) string { return "exec 3<&-; " + script }
+func ScriptBody(script string) string { return ScriptPrologue + script }
+
+// ScriptPrologue is what ScriptBody puts before a script.
+const ScriptPrologue = "exec 3<&-; "
 
 // ScriptFD makes cmd (whose argv is `sh -c ScriptCommand`) read script on
 // its file descriptor 3, a pipe, so that its stdin stays the job's.
@@ -68,7 +71,11 @@ func ScriptFD(cmd *exec.Cmd, script string) (start func(), done func(), err erro
 	start = func() {
 		_ = r.Close()
 		go func() {
-			_, _ = io.WriteString(w, ScriptBody(script)) // EPIPE when the shell exits first
+			// Not ScriptBody: no copy of a long script. EPIPE when the
+			// shell exits before it has read it all.
+			if _, err := io.WriteString(w, ScriptPrologue); err == nil {
+				_, _ = io.WriteString(w, script)
+			}
 			_ = w.Close()
 		}()
 	}

@@ -188,3 +188,14 @@ func TestExecTransportLong(t *testing.T) {
 		return newInstance(t)
 	}, platformtest.LongOptions{})
 }
+
+// BenchmarkExecScriptSize: scripts of 1 KiB to 10 MiB on a sandbox
+// (platformtest.BenchExecScriptSize).
+func BenchmarkExecScriptSize(b *testing.B) {
+	l := New(filepath.Join(b.TempDir(), "sandboxes"))
+	inst, err := l.Create(b.Context(), "bench", platform.Spec{Name: "box"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	platformtest.BenchExecScriptSize(b, l, inst)
+}

@@ -213,3 +213,32 @@ func tail(b []byte) []byte {
 	}
 	return b
 }
+
+// ExecScriptSizes are the script sizes BenchExecScriptSize runs.
+var ExecScriptSizes = []int{1 << 10, 100 << 10, 1 << 20, 10 << 20}
+
+// BenchExecScriptSize runs, for each of ExecScriptSizes, a script of that
+// size (`echo ok`, then comment lines) on the platform, one after
+// another, and reports its throughput (SetBytes: MB/s) and the memory
+// Exec allocates for it. The figures include the shell's reading of the
+// script.
+func BenchExecScriptSize(b *testing.B, pf platform.Platform, inst platform.Instance) {
+	ctx := context.Background()
+	for _, size := range ExecScriptSizes {
+		line := "# " + strings.Repeat("x", 61) + "\n"
+		script := "echo ok\n" + strings.Repeat(line, (size-8)/len(line)) + strings.Repeat("#", (size-8)%len(line))
+		if len(script) != size {
+			b.Fatalf("script of %d bytes, want %d", len(script), size)
+		}
+		b.Run(strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := pf.Exec(ctx, inst, script, nil)
+				if err != nil || res.ExitCode != 0 || string(res.Stdout) != "ok\n" {
+					b.Fatalf("Exec = %q, exit %d, %v", res.Stdout, res.ExitCode, err)
+				}
+			}
+		})
+	}
+}

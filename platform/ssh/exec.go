@@ -68,8 +68,8 @@ func (s *SSH) exec(ctx context.Context, inst platform.Instance, script string, s
 	nonce := newNonce()
 	// The script is no argument (the kernel caps one at 128 KiB): it goes
 	// ahead of stdin, and the remote wrapper reads exactly its length.
-	body := platform.ScriptBody(script)
-	remote := remoteCommand(nonce, len(body))
+	size := len(platform.ScriptPrologue) + len(script) // platform.ScriptBody, not copied
+	remote := remoteCommand(nonce, size)
 	h, err := s.host(inst.Ref)
 	if err != nil {
 		return fail, &platform.ExecError{Instance: inst.Name, Err: err}
@@ -120,7 +120,11 @@ func (s *SSH) exec(ctx context.Context, inst platform.Instance, script string, s
 	_ = r.Close() // ssh has its own copy
 	go func() {
 		// EPIPE when the script does not read all its stdin.
-		if _, err := io.WriteString(stdinW, body); err == nil && stdin != nil {
+		_, err := io.WriteString(stdinW, platform.ScriptPrologue)
+		if err == nil {
+			_, err = io.WriteString(stdinW, script)
+		}
+		if err == nil && stdin != nil {
 			_, _ = io.Copy(stdinW, stdin)
 		}
 		_ = stdinW.Close()
@@ -152,7 +156,7 @@ func (s *SSH) exec(ctx context.Context, inst platform.Instance, script string, s
 	if got, ok := stderr.short(); ok {
 		// The wrapper's word: the script came in part, and did not run.
 		return res, &platform.ExecError{Instance: inst.Name, Transient: true, Err: fmt.Errorf(
-			"ssh %s: %w (%d of %d bytes came before stdin ended)", h.dest.host, platform.ErrScriptShort, got, len(body))}
+			"ssh %s: %w (%d of %d bytes came before stdin ended)", h.dest.host, platform.ErrScriptShort, got, size)}
 	}
 	if rc, ok := stderr.exit(); ok {
 		// The wrapper's word is final, even when ssh was killed afterwards
@@ -278,9 +282,12 @@ func markerPrefix(nonce string) string { return "__taoflow_" + nonce + ":" }
 //
 // The script is no argument: it comes first on stdin, $1 bytes of it.
 // The wrapper copies exactly that many into a new private file (O_EXCL,
-// mode 0600, named after the nonce) with dd, one read(2) of at most the
-// bytes still missing at a time, so that not one byte of the job's stdin
-// behind it is taken; it opens the file as fd 3, removes it, and sources
+// mode 0600, named after the nonce) with dd, never asking read(2) for
+// more than the bytes still missing, so that not one byte of the job's
+// stdin behind it is taken: with iflag=fullblock (GNU, busybox) in blocks
+// of 64 KiB and one of the rest; where dd refuses that (BSD) or stops
+// short, from where it stopped one read at a time, its size checked after
+// each; it opens the file as fd 3, removes it, and sources
 // it from there (platform.ScriptCommand). When stdin ends first, it
 // reports "short=" and the bytes it got, and runs nothing.
 const wrapper = `f="${TMPDIR:-/tmp}/.taoflow-NONCE"
@@ -297,6 +304,10 @@ for d in "${TMPDIR:-/tmp}" /tmp "$HOME"; do
 	if (set -C; umask 077; : >"$d/.taoflow-NONCE.sh"); then s="$d/.taoflow-NONCE.sh"; break; fi
 done
 if [ -n "$s" ]; then
+	q=$((n / 65536)) r=$((n % 65536))
+	{ [ "$q" -eq 0 ] || dd bs=65536 count="$q" iflag=fullblock; } >>"$s" &&
+		{ [ "$r" -eq 0 ] || dd bs="$r" count=1 iflag=fullblock; } >>"$s"
+	h=$(($(wc -c <"$s")))
 	while [ "$h" -lt "$n" ]; do
 		b=$((n - h)); [ "$b" -le 1048576 ] || b=1048576
 		dd bs="$b" count=1 >>"$s" || break
@@ -304,6 +315,8 @@ if [ -n "$s" ]; then
 		[ "$g" -gt "$h" ] || break
 		h=$g
 	done
+fi
+if [ -n "$s" ]; then
 	exec 3<"$s"
 	rm -f "$s"
 fi

@@ -30,7 +30,8 @@ func dribble(w io.WriteCloser, b []byte, sizes ...int) {
 }
 
 // TestReadFramed runs the remote wrapper itself (no ssh), under dash and
-// bash as the login shell, with its stdin coming in pieces of odd sizes:
+// bash as the login shell, with GNU dd and with a dd that has no
+// iflag=fullblock (as BSD's), with its stdin coming in pieces of odd sizes:
 // it must take exactly the script's bytes, run the script, and leave the
 // job every byte of stdin behind the script; when stdin ends before the
 // script has come whole, it must say how much came, run nothing and leave
@@ -58,11 +59,22 @@ func TestReadFramed(t *testing.T) {
 		code           int
 		home           string
 	}
-	wrap := func(t *testing.T, sh string, in []byte, sizes ...int) run {
+	// bsd holds a dd that refuses iflag=, as BSD's does.
+	bsd := t.TempDir()
+	realDD, err := exec.LookPath("dd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := "#!/bin/sh\nfor a; do case $a in iflag=*) echo \"dd: unknown operand $a\" >&2; exit 1;; esac; done\nexec " + realDD + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bsd, "dd"), []byte(fake), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dd := map[string]string{"gnu dd": os.Getenv("PATH"), "bsd dd": bsd + ":" + os.Getenv("PATH")}
+	wrap := func(t *testing.T, sh, path string, in []byte, sizes ...int) run {
 		home, tmp := t.TempDir(), t.TempDir()
 		nonce := newNonce()
 		cmd := exec.Command(sh, "-c", remoteCommand(nonce, len(body)))
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + tmp}
+		cmd.Env = []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp}
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		w, err := cmd.StdinPipe()
@@ -82,30 +94,32 @@ func TestReadFramed(t *testing.T) {
 		return run{out.Bytes(), []byte(strings.ReplaceAll(errb.String(), m, "<m>")), cmd.ProcessState.ExitCode(), home}
 	}
 	for _, sh := range shells {
-		for name, sizes := range map[string][]int{
-			"whole":            {len(body) + len(job)},
-			"odd pieces":       {1, 7, 4093, 65536 + 3, 131072},
-			"split at the end": {len(body) - 1, 2, 1000},
-		} {
-			t.Run(filepath.Base(sh)+"/"+name, func(t *testing.T) {
-				r := wrap(t, sh, append(append([]byte(nil), body...), job...), sizes...)
-				if r.code != 0 || !bytes.Equal(r.stdout, job) {
-					t.Errorf("exit %d, the job's stdin came back %v (%d bytes of %d); stderr %q", r.code, bytes.Equal(r.stdout, job), len(r.stdout), len(job), r.stderr)
+		for ddName, path := range dd {
+			for name, sizes := range map[string][]int{
+				"whole":            {len(body) + len(job)},
+				"odd pieces":       {1, 7, 4093, 65536 + 3, 131072},
+				"split at the end": {len(body) - 1, 2, 1000},
+			} {
+				t.Run(filepath.Base(sh)+"/"+ddName+"/"+name, func(t *testing.T) {
+					r := wrap(t, sh, path, append(append([]byte(nil), body...), job...), sizes...)
+					if r.code != 0 || !bytes.Equal(r.stdout, job) {
+						t.Errorf("exit %d, the job's stdin came back %v (%d bytes of %d); stderr %q", r.code, bytes.Equal(r.stdout, job), len(r.stdout), len(job), r.stderr)
+					}
+					if !bytes.HasSuffix(r.stderr, []byte("0\n<m>rc=0\n")) {
+						t.Errorf("stderr %q, want the script's \"0\" (no arguments) and rc=0", r.stderr)
+					}
+				})
+			}
+			t.Run(filepath.Base(sh)+"/"+ddName+"/short", func(t *testing.T) {
+				r := wrap(t, sh, path, body[:len(body)/2], 1000)
+				want := "<m>short=" + strconv.Itoa(len(body)/2) + "\n"
+				if r.code != 1 || !strings.HasSuffix(string(r.stderr), want) {
+					t.Errorf("exit %d, stderr %q; want exit 1 and %q", r.code, r.stderr, want)
 				}
-				if !bytes.HasSuffix(r.stderr, []byte("0\n<m>rc=0\n")) {
-					t.Errorf("stderr %q, want the script's \"0\" (no arguments) and rc=0", r.stderr)
+				if _, err := os.Stat(filepath.Join(r.home, "ran")); err == nil {
+					t.Error("the script ran although it came in part")
 				}
 			})
 		}
-		t.Run(filepath.Base(sh)+"/short", func(t *testing.T) {
-			r := wrap(t, sh, body[:len(body)/2], 1000)
-			want := "<m>short=" + strconv.Itoa(len(body)/2) + "\n"
-			if r.code != 1 || !strings.HasSuffix(string(r.stderr), want) {
-				t.Errorf("exit %d, stderr %q; want exit 1 and %q", r.code, r.stderr, want)
-			}
-			if _, err := os.Stat(filepath.Join(r.home, "ran")); err == nil {
-				t.Error("the script ran although it came in part")
-			}
-		})
 	}
 }
