@@ -122,4 +122,39 @@ func TestReadFramed(t *testing.T) {
 			})
 		}
 	}
+	// While the script comes, it waits in a file of its own: 0600, not a
+	// link, named after the nonce; it is gone once the script runs.
+	t.Run("private file", func(t *testing.T) {
+		home, tmp := t.TempDir(), t.TempDir()
+		nonce := newNonce()
+		cmd := exec.Command("/bin/sh", "-c", remoteCommand(nonce, len(body)))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + tmp}
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(body[:100]); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(tmp, ".taoflow-"+nonce+".sh")
+		var fi os.FileInfo
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) { // a hang guard
+			if fi, err = os.Lstat(path); err == nil {
+				break
+			}
+		}
+		if err != nil || fi.Mode() != 0o600 {
+			t.Errorf("the script waits in %s: %v, %v; want a regular file of mode 0600", path, fi, err)
+		}
+		go dribble(w, append(append([]byte(nil), body[100:]...), job...), 65536)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("wrapper: %v", err)
+		}
+		if _, err := os.Lstat(path); err == nil {
+			t.Errorf("%s is still there", path)
+		}
+	})
 }
