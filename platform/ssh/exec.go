@@ -285,9 +285,9 @@ func markerPrefix(nonce string) string { return "__taoflow_" + nonce + ":" }
 // mode 0600, named after the nonce) with dd, never asking read(2) for
 // more than the bytes still missing, so that not one byte of the job's
 // stdin behind it is taken: with iflag=fullblock (GNU, busybox) in blocks
-// of 64 KiB and one of the rest; where dd refuses that (BSD) or stops
-// short, from where it stopped one read at a time, its size checked after
-// each; it opens the file as fd 3, removes it, and sources
+// of 64 KiB and one of the rest, whole when dd says it read only whole
+// blocks; where dd refuses that (BSD) or stops short, from where it
+// stopped one read at a time, the file's size checked after each; it opens the file as fd 3, removes it, and sources
 // it from there (platform.ScriptCommand). When stdin ends first, it
 // reports "short=" and the bytes it got, and runs nothing.
 const wrapper = `f="${TMPDIR:-/tmp}/.taoflow-NONCE"
@@ -305,9 +305,12 @@ for d in "${TMPDIR:-/tmp}" /tmp "$HOME"; do
 done
 if [ -n "$s" ]; then
 	q=$((n / 65536)) r=$((n % 65536))
-	{ [ "$q" -eq 0 ] || dd bs=65536 count="$q" iflag=fullblock; } >>"$s" &&
-		{ [ "$r" -eq 0 ] || dd bs="$r" count=1 iflag=fullblock; } >>"$s"
-	h=$(($(wc -c <"$s")))
+	if { [ "$q" -eq 0 ] || case $(LC_ALL=C dd bs=65536 count="$q" iflag=fullblock 2>&1 >>"$s") in "$q+0 records in"*) ;; *) false ;; esac; } &&
+		{ [ "$r" -eq 0 ] || case $(LC_ALL=C dd bs="$r" count=1 iflag=fullblock 2>&1 >>"$s") in "1+0 records in"*) ;; *) false ;; esac; }; then
+		h=$n
+	else
+		h=$(($(wc -c <"$s")))
+	fi
 	while [ "$h" -lt "$n" ]; do
 		b=$((n - h)); [ "$b" -le 1048576 ] || b=1048576
 		dd bs="$b" count=1 >>"$s" || break
