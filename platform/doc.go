@@ -13,4 +13,10 @@
 // lifecycle calls on things that are gone (ErrNotFound), and for a cancelled
 // context. Every word inserted into a script must pass through
 // shellquote.Quote (internal/shellquote), the one quoting function.
+//
+// A script is never an argument of a process, on any platform: the kernel
+// caps one at 128 KiB, and other users can read argv. Each transport
+// carries a short fixed command line and sends the script on a pipe, on
+// stdin ahead of the job's stdin, or in pieces (script.go, and
+// docs/design.md §6.0); CheckScript states the one limit left, MaxScript.
 package platform

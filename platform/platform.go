@@ -50,8 +50,10 @@ type Spec struct {
 
 // Platform runs commands on instances.
 //
-// Exec runs script with the instance's shell (sh -c), feeding it stdin; a
-// nil stdin is empty. A non-zero exit is not an error: it is
+// Exec runs script with the instance's /bin/sh, as sh -c SCRIPT would run
+// it, feeding it stdin; a nil stdin is empty. The script never travels as
+// an argument (the kernel caps one at 128 KiB): any script that
+// CheckScript accepts runs, up to MaxScript (see script.go). A non-zero exit is not an error: it is
 // Result.ExitCode. The error is for transport failures (an *ExecError) and
 // for cancellation of ctx (an error wrapping context.Cause(ctx)).
 type Platform interface {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,15 +42,31 @@ func (w *watcher) connectsSoFar() int {
 	return w.connects
 }
 
-// killWatchClients SIGKILLs the local ssh clients of watch sessions (their
-// argv holds the script, which names tf_events), as a dropped connection
-// would end them, and fails t when there is none.
-func killWatchClients(t *testing.T) {
+// killWatchClients SIGKILLs the local ssh clients of the watch sessions
+// on the instance whose home is home, as a dropped connection would end
+// them, and fails t when there is none. A script is no argument
+// (design.md §6.0), so a session is found from its far end: the watch
+// script's tail -f of home's events file, whose session leader is the
+// remote wrapper, whose argv holds the nonce that the local ssh client's
+// argv (the same wrapper) holds too.
+func killWatchClients(t *testing.T, home string) {
 	t.Helper()
+	nonce := regexp.MustCompile(`__taoflow_[0-9a-f]{16}:`)
 	killed := 0
-	for _, p := range testrig.ProcessesWith("tf_events=") {
-		if p.Comm() == "ssh" && syscall.Kill(p.PID, syscall.SIGKILL) == nil {
-			killed++
+	for _, p := range testrig.ProcessesWith(filepath.Join(home, eventsFile)) {
+		st, ok := testrig.ReadStat(p.PID)
+		if p.Comm() != "tail" || !ok {
+			continue
+		}
+		leader, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.SID), "cmdline"))
+		m := nonce.Find(leader)
+		if err != nil || m == nil {
+			continue
+		}
+		for _, c := range testrig.ProcessesWith(string(m)) {
+			if c.Comm() == "ssh" && syscall.Kill(c.PID, syscall.SIGKILL) == nil {
+				killed++
+			}
 		}
 	}
 	if killed == 0 {
@@ -146,7 +164,7 @@ func TestWatcherReconnects(t *testing.T) {
 		w = watcherOf(x.steps, "box")
 		return w != nil && w.isReady() && len(testrig.ProcessesWith(events)) > 0
 	})
-	killWatchClients(t)
+	killWatchClients(t, home)
 	testrig.Eventually(t, 30*time.Second, "the watcher connects again", func() bool { return w.connectsSoFar() >= 2 && w.isReady() })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -269,7 +287,7 @@ func TestWatcherMissesNoEnd(t *testing.T) {
 	if err := os.WriteFile(down, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	killWatchClients(t)
+	killWatchClients(t, home)
 	testrig.Eventually(t, 30*time.Second, "the watcher to lose its stream", func() bool { return !w.isReady() })
 	// The stream's end woke the wait, whose poll failed: the host is down.
 	testrig.Eventually(t, 30*time.Second, "the wait's poll to fail", func() bool { return strings.Contains(log.String(), "poll failed (1 of") })

@@ -1282,6 +1282,12 @@ func TestBrevHungInstance(t *testing.T) {
 			code        int
 			out, errOut string
 		}
+		// Instances there before this apply (an earlier run's kept gpu,
+		// with its started file) are not this run's.
+		earlier := map[string]bool{}
+		for _, in := range f.Instances() {
+			earlier[in.Name] = true
+		}
 		done := make(chan result, 1)
 		go func() {
 			var out, errOut bytes.Buffer
@@ -1293,7 +1299,7 @@ func TestBrevHungInstance(t *testing.T) {
 		hung := false
 		if !testrig.Within(2*time.Minute, func() bool {
 			for _, in := range f.Instances() {
-				if _, err := os.Stat(filepath.Join(in.Sandbox, "started")); err == nil && in.Status == "RUNNING" {
+				if _, err := os.Stat(filepath.Join(in.Sandbox, "started")); err == nil && in.Status == "RUNNING" && !earlier[in.Name] {
 					names[in.Name[strings.LastIndex(in.Name, "-")+1:]] = in.Name
 				}
 			}

@@ -237,11 +237,11 @@ func TestRealSizeResults(t *testing.T) {
 // sparse file (a tenth with TAOFLOW_BENCH_SIZE=medium). fetch and
 // --download write the large file out in full (they do not keep holes).
 //
-// TAOFLOW_BENCH_FILES=N sets the number of small files alone. Until remote
-// scripts stop travelling as one argv word (issue 21 item 1), upload-s3
-// fails past about 1,400 files: its manifest, which lists every file's
-// sha256, is written by a script given as `sh -c SCRIPT`, over the
-// kernel's 128 KiB limit on one argument ("argument list too long").
+// TAOFLOW_BENCH_FILES=N sets the number of small files alone. (Before
+// issue 21 item 1, upload-s3 failed past about 1,400 files: its manifest,
+// which lists every file's sha256, was written by a script given as
+// `sh -c SCRIPT`, over the kernel's 128 KiB limit on one argument;
+// TestBigScript holds that it no longer does.)
 func BenchmarkRealSizeResults(b *testing.B) {
 	s := benchScale()
 	files := int(20000 * s)

@@ -692,3 +692,26 @@ func TestExecTransportRestart(t *testing.T) {
 		t.Errorf("brev exec ran on the stopped existing instance (%d calls, %d before)", n, execs)
 	}
 }
+
+// TestExecTransportLong: a script's size is no limit over either
+// transport (platformtest.ExecLong). Over brev exec, a long script goes in
+// pieces, each brev exec's command well under the kernel's 128 KiB cap on
+// one argument (which the fake brev enforces as brev meets it: the
+// command is quoted into the argument of `bash -c`).
+func TestExecTransportLong(t *testing.T) {
+	srv := sshtest.Start(t)
+	f := brevtest.Start(t, brevtest.Options{SSH: srv})
+	for _, tr := range []string{TransportExec, TransportSSH} {
+		t.Run(tr, func(t *testing.T) {
+			b, run := newBrev(t, f, Config{Transport: tr})
+			inst := createGPU(t, b, f, run)
+			platformtest.ExecLong(t, func(t *testing.T) (platform.Platform, platform.Instance) { return b, inst },
+				platformtest.LongOptions{NoStdin: tr == TransportExec})
+			for _, c := range f.CallsOf("exec", inst.Ref) {
+				if n := len(c.Args[len(c.Args)-1]); n > maxExecArg {
+					t.Errorf("a brev exec's command is %d bytes, over %d", n, maxExecArg)
+				}
+			}
+		})
+	}
+}

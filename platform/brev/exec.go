@@ -16,13 +16,20 @@ import (
 	"github.com/taoflow/taoflow/platform"
 )
 
-// maxArg is the longest argument Linux passes to a program
-// (MAX_ARG_STRLEN, 32 pages, less the NUL). With TransportExec the wrapped
-// script is one argument of brev, then of bash -c and of ssh.
-const maxArg = 128<<10 - 1
+// maxExecArg bounds the command of one brev exec. The kernel caps one
+// argument at 128 KiB (MAX_ARG_STRLEN), and the command is one argument
+// of brev, then part of the one of `bash -c` (brev quotes it there, each single quote
+// growing to four bytes, next to its ssh options), then of ssh and of the
+// remote $SHELL -c. A wrapped script longer than this, so quoted, is sent
+// in pieces (stagedExec).
+const maxExecArg = 96 << 10
 
-// Exec runs script as sh -c SCRIPT on the instance inst.Ref names. A
-// non-zero exit is Result.ExitCode, not an error.
+// pieceSize is the base64 text one piece of a staged script carries.
+const pieceSize = 64 << 10
+
+// Exec runs script under sh on the instance inst.Ref names. A non-zero
+// exit is Result.ExitCode, not an error. No transport puts a long script
+// on a command line (the kernel caps one argument at 128 KiB).
 //
 // With TransportSSH (the default), Exec goes through OpenSSH (see package
 // platform/ssh) to the alias `brev refresh` wrote for the instance: stdin
@@ -35,7 +42,11 @@ const maxArg = 128<<10 - 1
 // command a second time after any non-zero exit, never runs it twice, and
 // the real exit code comes back although brev's own is only ever 0 or 1.
 // Stdout is the script's output alone: the marker line and the instance
-// name that brev prints after it are taken off. brev exec cannot pass
+// name that brev prints after it are taken off. A script whose command
+// would be over maxExecArg goes in pieces: gzipped, base64-encoded, each
+// piece one brev exec that writes it to a private directory on the
+// instance, then one more that joins, checks and runs it (stagedExec).
+// brev exec cannot pass
 // stdin, so a non-empty stdin is refused: secrets must then be Brev
 // secrets, listed under platform.instance_env. When brev fails before the
 // marker comes, the error is a *platform.ExecError, Transient when brev
@@ -92,8 +103,8 @@ func (b *Brev) brevExec(ctx context.Context, inst platform.Instance, script stri
 	if !safeName(inst.Ref) {
 		return refuse(fmt.Errorf("%q is not a brev instance name", inst.Ref))
 	}
-	if bytes.IndexByte([]byte(script), 0) >= 0 {
-		return refuse(errors.New("the script holds a NUL byte"))
+	if err := platform.CheckScript(script); err != nil {
+		return refuse(err)
 	}
 	if empty, err := isEmpty(ctx, stdin); err != nil {
 		return fail, fmt.Errorf("exec on %s: %w", inst.Name, err)
@@ -116,12 +127,16 @@ func (b *Brev) brevExec(ctx context.Context, inst platform.Instance, script stri
 		return refuse(err)
 	}
 	nonce := newNonce()
-	command := wrapScript(script, nonce)
-	if len(command) > maxArg {
-		return refuse(fmt.Errorf("the script is too long for a brev exec command line (%d bytes with its wrapper; at most %d): copy long scripts to the instance as files", len(command), maxArg))
-	}
-
 	b.execUse(inst.Ref)
+	if command := wrapScript(script, nonce); brevArgLen(command) <= maxExecArg {
+		return b.execOnce(ctx, inst, bin, command, nonce)
+	}
+	return b.stagedExec(ctx, inst, bin, script, nonce)
+}
+
+// execOnce runs one brev exec of command (made by wrapScript or a
+// staging command, with nonce's marker) and takes its output apart.
+func (b *Brev) execOnce(ctx context.Context, inst platform.Instance, bin, command, nonce string) (platform.Result, error) {
 	stdout, stderr := platform.NewTail(b.maxOutput), platform.NewTail(b.maxOutput)
 	cmd := b.command(ctx, bin, "exec", "--", inst.Ref, command)
 	cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -3,6 +3,7 @@ package brev
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	osexec "os/exec"
@@ -434,4 +435,86 @@ func TestSummaryRedactsBeforeClip(t *testing.T) {
 	if !strings.Contains(got, strings.Repeat("e", 280)+"***") {
 		t.Errorf("summary = %q; want the line up to the redacted secret", got)
 	}
+}
+
+// TestStagedScript runs the commands of a staged script (pieces, then the
+// run) through a local shell, as the remote login shell would: the script
+// runs whole and leaves no staging directory; a missing or corrupt piece
+// runs nothing, says so with the short marker, and leaves nothing; a piece
+// written twice (a replay) changes nothing.
+func TestStagedScript(t *testing.T) {
+	const nonce = "00ff00ff00ff00ff"
+	// Random-looking lines compress badly: several pieces.
+	var text strings.Builder
+	for i := 0; text.Len() < 300<<10; i++ {
+		fmt.Fprintf(&text, "%x '%d' \"$x\"\n", uint64(i)*0x9e3779b97f4a7c15, i)
+	}
+	script := "cat <<'EOF'\n" + text.String() + "EOF\necho \"$#\"; exit 5"
+	pieces, err := stagePieces(script)
+	if err != nil || len(pieces) < 2 {
+		t.Fatalf("stagePieces = %d pieces, %v; want several", len(pieces), err)
+	}
+	run := func(t *testing.T, tmp, command string) []byte {
+		t.Helper()
+		if n := brevArgLen(command); n > maxExecArg {
+			t.Errorf("a command is %d bytes quoted, over %d", n, maxExecArg)
+		}
+		cmd := osexec.Command("/bin/sh", "-c", command)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + tmp}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("sh -c: %v", err)
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		skip, corrupt, twice int // a piece index, or -1
+		want                 string
+		rc                   int
+		short                bool
+	}{
+		"whole":           {skip: -1, corrupt: -1, twice: -1, want: text.String() + "0\n", rc: 5},
+		"piece run twice": {skip: -1, corrupt: -1, twice: 1, want: text.String() + "0\n", rc: 5},
+		"missing piece":   {skip: 1, corrupt: -1, twice: -1, short: true},
+		"corrupt piece":   {skip: -1, corrupt: 0, twice: -1, short: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tmp := t.TempDir()
+			for k, p := range pieces {
+				if k == tc.skip {
+					continue
+				}
+				if k == tc.corrupt {
+					p = "AAAA" + p[4:]
+				}
+				for range 1 + btoi(k == tc.twice) {
+					out, rc, ok := parseExecOutput(run(t, tmp, pieceCommand(nonce, k, p)), nonce, "")
+					if !ok || rc != 0 || len(out) != 0 {
+						t.Fatalf("piece %d: %q, rc %d, %v", k, out, rc, ok)
+					}
+				}
+			}
+			if fi, err := os.Stat(filepath.Join(tmp, ".taoflow-"+nonce+".d")); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Errorf("staging directory: %v, %v; want mode 0700", fi, err)
+			}
+			raw := run(t, tmp, runStagedCommand(nonce, len(pieces)))
+			out, rc, ok := parseExecOutput(raw, nonce, "")
+			switch {
+			case tc.short && (ok || !strings.Contains(string(raw), shortMarker(nonce))):
+				t.Errorf("a staged script with a bad piece printed %.200q; want the short marker and no exit code", raw)
+			case !tc.short && (!ok || rc != tc.rc || string(out) != tc.want):
+				t.Errorf("staged script: %d bytes of output (right: %v), rc %d, %v; want rc %d", len(out), string(out) == tc.want, rc, ok, tc.rc)
+			}
+			if left, _ := filepath.Glob(filepath.Join(tmp, ".taoflow-*")); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -5,7 +5,9 @@
 // HOME of every command run on the instance and holds a tmp directory that is
 // its TMPDIR, so tools that write under ~ (the Docker CLI's ~/.docker, the
 // AWS CLI's ~/.aws, caches) stay inside the sandbox and disappear with it.
-// Commands run as /bin/sh -c SCRIPT in the sandbox. Containers, when a plan
+// Commands run under /bin/sh in the sandbox, which reads the script on its
+// descriptor 3 (argv is the fixed `sh -c ". /dev/fd/3"`, whatever the script's
+// size). Containers, when a plan
 // has images, use the host's Docker engine (DOCKER_HOST is passed on).
 //
 // Commands get a clean environment, never taoflow's own: taoflow's

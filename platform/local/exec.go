@@ -19,7 +19,8 @@ import (
 // killed, for processes it left behind to close its output pipes.
 const waitDelay = 2 * time.Second
 
-// Exec runs script with /bin/sh -c in the sandbox inst.Ref, with a clean
+// Exec runs script with /bin/sh in the sandbox inst.Ref (the shell reads it
+// on descriptor 3: platform.ScriptFD), with a clean
 // environment (see the package documentation) and stdin (nil is empty).
 // Exec does not wait for stdin to reach EOF once the script has ended; a
 // reader that blocks may then still be read from after Exec returns.
@@ -54,8 +55,19 @@ func (l *Local) exec(ctx context.Context, inst platform.Instance, script string,
 		return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("sandbox %s is not a directory", inst.Ref)}
 	}
 
+	if err := platform.CheckScript(script); err != nil {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: err}
+	}
+
 	stdout, stderr := platform.NewTail(l.maxOutput), platform.NewTail(l.maxOutput)
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+	// The script is no argument (the kernel caps one at 128 KiB): the
+	// shell reads it on descriptor 3, so stdin stays the job's.
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", platform.ScriptCommand)
+	startScript, scriptDone, err := platform.ScriptFD(cmd, script)
+	if err != nil {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: err, Transient: true}
+	}
+	defer scriptDone()
 	cmd.Dir = inst.Ref
 	cmd.Env = environ(inst.Ref)
 	// A nil Stdin reads /dev/null. An *os.File (a pipe the caller writes
@@ -91,6 +103,7 @@ func (l *Local) exec(ctx context.Context, inst platform.Instance, script string,
 			Transient: errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOMEM),
 		}
 	}
+	startScript()
 	if stdinW != nil {
 		_ = cmd.Stdin.(*os.File).Close() // the shell has its own copy
 		go func() {
@@ -99,6 +112,7 @@ func (l *Local) exec(ctx context.Context, inst platform.Instance, script string,
 		}()
 	}
 	waitErr := cmd.Wait()
+	scriptDone()
 	if stdinW != nil {
 		_ = stdinW.Close() // stop a copy still writing into a pipe nobody reads
 	}

@@ -181,3 +181,21 @@ func TestExecErrors(t *testing.T) {
 		t.Errorf("Exec on a deleted sandbox: error %v, want an ExecError wrapping ErrNotFound", err)
 	}
 }
+
+// TestExecTransportLong: a script's size is no limit (platformtest.ExecLong).
+func TestExecTransportLong(t *testing.T) {
+	platformtest.ExecLong(t, func(t *testing.T) (platform.Platform, platform.Instance) {
+		return newInstance(t)
+	}, platformtest.LongOptions{})
+}
+
+// BenchmarkExecScriptSize: scripts of 1 KiB to 10 MiB on a sandbox
+// (platformtest.BenchExecScriptSize).
+func BenchmarkExecScriptSize(b *testing.B) {
+	l := New(filepath.Join(b.TempDir(), "sandboxes"))
+	inst, err := l.Create(b.Context(), "bench", platform.Spec{Name: "box"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	platformtest.BenchExecScriptSize(b, l, inst)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/taoflow/taoflow/platform/platformtest"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
 )
 
@@ -65,4 +66,12 @@ func BenchmarkHandshakesPerJob(b *testing.B) {
 			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/job")
 		})
 	}
+}
+
+// BenchmarkExecScriptSize: scripts of 1 KiB to 10 MiB over a multiplexed
+// connection (platformtest.BenchExecScriptSize).
+func BenchmarkExecScriptSize(b *testing.B) {
+	srv := sshtest.Start(b)
+	s, inst := newSSH(b, srv, Config{})
+	platformtest.BenchExecScriptSize(b, s, inst)
 }

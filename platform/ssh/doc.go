@@ -18,7 +18,17 @@
 // per instance at once and queues the rest. Close asks every master to exit
 // and removes the directory.
 //
-// Exit codes are the remote ones. The script runs as /bin/sh -c SCRIPT under
+// Scripts travel on stdin, not on a command line (where the kernel caps
+// one argument at 128 KiB). The remote command is a fixed wrapper told the
+// script's length; ssh's stdin is the script and then the job's stdin. The
+// wrapper copies exactly that many bytes into a private file (O_EXCL, 0600,
+// under $TMPDIR), with one read(2) at a time of at most the bytes still
+// missing, so not one byte of the job's stdin is taken; it opens the file,
+// removes it, and has /bin/sh source it (platform.ScriptCommand). If stdin
+// ends before the script has come whole, nothing runs and Exec returns a
+// transient ExecError wrapping platform.ErrScriptShort.
+//
+// Exit codes are the remote ones. The script runs under /bin/sh in
 // a small remote wrapper that reports, on stderr, a line when it starts and a
 // line with the script's exit status when it ends; Exec removes both lines
 // from Stderr. They let Exec tell ssh's own failure (exit 255 before the
@@ -42,7 +52,7 @@
 // setsid, docker containers) survive, as they would a local cancel.
 //
 // Secrets reach the remote command only on stdin. Exec never puts anything
-// but the script on an argv, and the ssh client gets a clean environment
+// but the fixed wrapper and the script's length on an argv, and the ssh client gets a clean environment
 // (HOME, USER, LOGNAME, PATH, SSH_AUTH_SOCK, KRB5CCNAME), not taoflow's,
 // which holds the values of the plan's secrets (docs/design.md §10). The remote login
 // shell must be a POSIX shell (sh, bash, dash, ksh, zsh).

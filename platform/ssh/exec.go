@@ -24,17 +24,13 @@ import (
 // and ssh would wait for it.
 const waitDelay = 2 * time.Second
 
-// maxArg is the longest argument Linux passes to a program (MAX_ARG_STRLEN,
-// 32 pages, less the NUL). The remote command is one argument of ssh here
-// and of the login shell there.
-const maxArg = 128<<10 - 1
-
 // killTimeout bounds the command that kills a cancelled remote command,
 // beyond the connect timeout.
 const killTimeout = 5 * time.Second
 
-// Exec runs script as /bin/sh -c SCRIPT on the machine inst.Ref names, with
-// stdin (nil is empty) as its stdin, through the instance's master
+// Exec runs script with /bin/sh on the machine inst.Ref names (the script
+// travels ahead of stdin; see the package documentation), with stdin (nil
+// is empty) as its stdin, through the instance's master
 // connection. At most Config.MaxSessions commands run at once per instance;
 // Exec waits for a slot.
 //
@@ -66,15 +62,14 @@ func (s *SSH) exec(ctx context.Context, inst platform.Instance, script string, s
 	if ctx.Err() != nil {
 		return fail, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
 	}
-	if strings.IndexByte(script, 0) >= 0 {
-		return fail, &platform.ExecError{Instance: inst.Name, Err: errors.New("the script holds a NUL byte")}
+	if err := platform.CheckScript(script); err != nil {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: err}
 	}
 	nonce := newNonce()
-	remote := remoteCommand(nonce, script)
-	if len(remote) > maxArg {
-		return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf(
-			"the script is too long for an ssh command line (%d bytes with its wrapper; at most %d): copy long scripts to the instance as files", len(remote), maxArg)}
-	}
+	// The script is no argument (the kernel caps one at 128 KiB): it goes
+	// ahead of stdin, and the remote wrapper reads exactly its length.
+	size := len(platform.ScriptPrologue) + len(script) // platform.ScriptBody, not copied
+	remote := remoteCommand(nonce, size)
 	h, err := s.host(inst.Ref)
 	if err != nil {
 		return fail, &platform.ExecError{Instance: inst.Name, Err: err}
@@ -105,23 +100,16 @@ func (s *SSH) exec(ctx context.Context, inst platform.Instance, script string, s
 	if out != nil {
 		cmd.Stdout = out
 	}
-	// A nil Stdin reads /dev/null. An *os.File (a pipe the caller writes
-	// an archive into, say) is the process's stdin itself: no copy in
-	// between, and Wait does not wait for it. Otherwise Exec feeds a pipe
-	// itself, so that a reader that never reaches EOF cannot keep Wait
-	// from returning.
-	var stdinW *os.File
-	if f, ok := stdin.(*os.File); ok && f != nil {
-		cmd.Stdin = f
-	} else if stdin != nil {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("stdin pipe: %w", err), Transient: true}
-		}
-		defer r.Close()
-		defer w.Close()
-		cmd.Stdin, stdinW = r, w
+	// ssh's stdin is the script, then stdin (nil is empty). Exec feeds a
+	// pipe itself, so that a reader that never reaches EOF cannot keep
+	// Wait from returning.
+	r, stdinW, err := os.Pipe()
+	if err != nil {
+		return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("stdin pipe: %w", err), Transient: true}
 	}
+	defer r.Close()
+	defer stdinW.Close()
+	cmd.Stdin = r
 	if err := cmd.Start(); err != nil {
 		return fail, &platform.ExecError{
 			Instance:  inst.Name,
@@ -129,13 +117,18 @@ func (s *SSH) exec(ctx context.Context, inst platform.Instance, script string, s
 			Transient: errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOMEM),
 		}
 	}
-	if stdinW != nil {
-		_ = cmd.Stdin.(*os.File).Close() // ssh has its own copy
-		go func() {
-			_, _ = io.Copy(stdinW, stdin) // EPIPE when the script does not read it all
-			_ = stdinW.Close()
-		}()
-	}
+	_ = r.Close() // ssh has its own copy
+	go func() {
+		// EPIPE when the script does not read all its stdin.
+		_, err := io.WriteString(stdinW, platform.ScriptPrologue)
+		if err == nil {
+			_, err = io.WriteString(stdinW, script)
+		}
+		if err == nil && stdin != nil {
+			_, _ = io.Copy(stdinW, stdin)
+		}
+		_ = stdinW.Close()
+	}()
 
 	exited := make(chan struct{})
 	watched := make(chan bool, 1) // true: the command was cancelled
@@ -143,9 +136,7 @@ func (s *SSH) exec(ctx context.Context, inst platform.Instance, script string, s
 	waitErr := cmd.Wait()
 	close(exited)
 	cancelled := <-watched
-	if stdinW != nil {
-		_ = stdinW.Close() // stop a copy still writing into a pipe nobody reads
-	}
+	_ = stdinW.Close() // stop a copy still writing into a pipe nobody reads
 	stderr.flush()
 	if !stderr.hasStarted() {
 		h.fresh.Store(0) // whatever failed, check the master next time
@@ -161,6 +152,11 @@ func (s *SSH) exec(ctx context.Context, inst platform.Instance, script string, s
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) && !errors.As(waitErr, &exitErr) {
 		return res, &platform.ExecError{Instance: inst.Name, Err: waitErr}
+	}
+	if got, ok := stderr.short(); ok {
+		// The wrapper's word: the script came in part, and did not run.
+		return res, &platform.ExecError{Instance: inst.Name, Transient: true, Err: fmt.Errorf(
+			"ssh %s: %w (%d of %d bytes came before stdin ended)", h.dest.host, platform.ErrScriptShort, got, size)}
 	}
 	if rc, ok := stderr.exit(); ok {
 		// The wrapper's word is final, even when ssh was killed afterwards
@@ -275,7 +271,7 @@ func newNonce() string {
 
 func markerPrefix(nonce string) string { return "__taoflow_" + nonce + ":" }
 
-// wrapper runs the script ($1) in the remote session. It registers its
+// wrapper runs the script in the remote session. It registers its
 // process id (the session id) in $TMPDIR/.taoflow-<nonce> with O_EXCL
 // (set -C); if that file already exists, a kill command came first, and it
 // exits without running the script. It reports its start and the script's
@@ -283,6 +279,17 @@ func markerPrefix(nonce string) string { return "__taoflow_" + nonce + ":" }
 // the "Terminated" a shell prints about a child killed by a signal is not
 // mistaken for the script's output. A script killed by signal N is
 // reported as 128+N, where ssh would report 255.
+//
+// The script is no argument: it comes first on stdin, $1 bytes of it.
+// The wrapper copies exactly that many into a new private file (O_EXCL,
+// mode 0600, named after the nonce) with dd, never asking read(2) for
+// more than the bytes still missing, so that not one byte of the job's
+// stdin behind it is taken: with iflag=fullblock (GNU, busybox) in blocks
+// of 64 KiB and one of the rest, whole when dd says it read only whole
+// blocks; where dd refuses that (BSD) or stops short, from where it
+// stopped one read at a time, the file's size checked after each; it opens the file as fd 3, removes it, and sources
+// it from there (platform.ScriptCommand). When stdin ends first, it
+// reports "short=" and the bytes it got, and runs nothing.
 const wrapper = `f="${TMPDIR:-/tmp}/.taoflow-NONCE"
 set -C
 if ! { echo "$$" >"$f"; } 2>/dev/null; then
@@ -292,16 +299,46 @@ fi
 set +C
 exec 4>&2 2>/dev/null
 printf '%spid=%s\n' 'PREFIX' "$$" >&4
-(exec 2>&4 4>&-; exec /bin/sh -c "$1")
+n=$1 h=0 s=
+for d in "${TMPDIR:-/tmp}" /tmp "$HOME"; do
+	if (set -C; umask 077; : >"$d/.taoflow-NONCE.sh"); then s="$d/.taoflow-NONCE.sh"; break; fi
+done
+if [ -n "$s" ]; then
+	q=$((n / 65536)) r=$((n % 65536))
+	if { [ "$q" -eq 0 ] || case $(LC_ALL=C dd bs=65536 count="$q" iflag=fullblock 2>&1 >>"$s") in "$q+0 records in"*) ;; *) false ;; esac; } &&
+		{ [ "$r" -eq 0 ] || case $(LC_ALL=C dd bs="$r" count=1 iflag=fullblock 2>&1 >>"$s") in "1+0 records in"*) ;; *) false ;; esac; }; then
+		h=$n
+	else
+		h=$(($(wc -c <"$s")))
+	fi
+	while [ "$h" -lt "$n" ]; do
+		b=$((n - h)); [ "$b" -le 1048576 ] || b=1048576
+		dd bs="$b" count=1 >>"$s" || break
+		g=$(($(wc -c <"$s")))
+		[ "$g" -gt "$h" ] || break
+		h=$g
+	done
+fi
+if [ -n "$s" ]; then
+	exec 3<"$s"
+	rm -f "$s"
+fi
+if [ "$h" -ne "$n" ]; then
+	[ -z "$f" ] || rm -f "$f"
+	printf '%sshort=%s\n' 'PREFIX' "$h" >&4
+	exit 1
+fi
+(exec 2>&4 4>&-; exec /bin/sh -c 'SCRIPTCOMMAND')
 rc=$?
 [ -z "$f" ] || rm -f "$f"
 printf '%src=%s\n' 'PREFIX' "$rc" >&4
 exit "$rc"`
 
-// remoteCommand is what ssh asks the remote login shell to run.
-func remoteCommand(nonce, script string) string {
-	w := strings.NewReplacer("NONCE", nonce, "PREFIX", markerPrefix(nonce)).Replace(wrapper)
-	return "exec /bin/sh -c " + shellquote.Quote(w) + " sh " + shellquote.Quote(script)
+// remoteCommand is what ssh asks the remote login shell to run: the
+// wrapper, told the script's length (size bytes, on stdin).
+func remoteCommand(nonce string, size int) string {
+	w := strings.NewReplacer("NONCE", nonce, "PREFIX", markerPrefix(nonce), "SCRIPTCOMMAND", platform.ScriptCommand).Replace(wrapper)
+	return "exec /bin/sh -c " + shellquote.Quote(w) + " sh " + strconv.Itoa(size)
 }
 
 // killLoop kills each "nonce:pid" session: it takes the wrapper's file
@@ -318,9 +355,10 @@ for t in TARGETS; do
 		case $q in ''|*[!0-9]*) ;; *) p=$q ;; esac
 		rm -f "$f"
 	fi
-	case $p in ''|0|1|*[!0-9]*) continue ;; esac
+	case $p in ''|0|1|*[!0-9]*) rm -f "$f.sh"; continue ;; esac
 	pkill -KILL -s "$p" 2>/dev/null
 	kill -9 "-$p" 2>/dev/null
+	rm -f "$f.sh"
 done
 exit 0`
 

@@ -281,7 +281,8 @@ func TestKillBeforeStart(t *testing.T) {
 
 	marker := filepath.Join(t.TempDir(), "ran")
 	var stderr bytes.Buffer
-	cmd := s.command(context.Background(), h, []string{"-T"}, remoteCommand(nonce, "touch "+marker))
+	cmd := s.command(context.Background(), h, []string{"-T"}, remoteCommand(nonce, len(platform.ScriptBody("touch "+marker))))
+	cmd.Stdin = strings.NewReader(platform.ScriptBody("touch " + marker))
 	cmd.Stderr = &stderr
 	err = cmd.Run()
 	var exitErr *exec.ExitError
@@ -505,7 +506,7 @@ func TestExecRefuses(t *testing.T) {
 		want   string
 	}{
 		"bad destination":   {platform.Instance{Name: "box", Ref: "-oProxyCommand=x"}, "true", "starts with '-'"},
-		"script too long":   {inst, strings.Repeat("x", 200<<10), "too long"},
+		"script too long":   {inst, strings.Repeat("x", platform.MaxScript+1), "64 MiB"},
 		"NUL in the script": {inst, "echo a\x00b", "NUL"},
 	}
 	for name, tt := range tests {
@@ -696,4 +697,17 @@ func TestDisconnect(t *testing.T) {
 	}
 	// An instance never used: nothing to do.
 	s.Disconnect(ctx, platform.Instance{Name: "other", Ref: "nobody@127.0.0.1:1"})
+}
+
+// TestExecTransportLong: a script's size is no limit over ssh
+// (platformtest.ExecLong), with and without a master connection.
+func TestExecTransportLong(t *testing.T) {
+	srv := sshtest.Start(t)
+	for name, cfg := range map[string]Config{"multiplexed": {}, "no multiplex": {NoMultiplex: true}} {
+		t.Run(name, func(t *testing.T) {
+			platformtest.ExecLong(t, func(t *testing.T) (platform.Platform, platform.Instance) {
+				return newSSH(t, srv, cfg)
+			}, platformtest.LongOptions{})
+		})
+	}
 }

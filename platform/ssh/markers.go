@@ -9,7 +9,8 @@ import (
 
 // markers is the stderr of one Exec. It passes everything on to out except
 // the two lines the remote wrapper writes — "<prefix>pid=N\n" when it starts
-// and "<prefix>rc=N\n" when the script has ended — and records their
+// and "<prefix>rc=N\n" when the script has ended, or "<prefix>short=N\n"
+// when the script did not come whole (N bytes did) — and records their
 // numbers. Only the first of each, in that order, is taken; the prefix holds
 // a random nonce, so a script cannot forge them by accident.
 type markers struct {
@@ -21,6 +22,7 @@ type markers struct {
 	state   int    // 0: looking for pid, 1: looking for rc, 2: done
 	pid     int
 	rc      int
+	cut     bool          // the end was "short=": rc holds the bytes that came
 	started chan struct{} // closed when the pid line has been seen
 	ended   chan struct{} // closed when the rc line has been seen
 }
@@ -68,6 +70,9 @@ func (m *markers) scan() {
 		key := "pid="
 		if m.state == 1 {
 			key = "rc="
+			if bytes.HasPrefix(rest, []byte("short=")) {
+				key = "short="
+			}
 		}
 		if nl >= 0 && nl <= maxMarker && bytes.HasPrefix(rest[:nl], []byte(key)) {
 			if n, err := strconv.Atoi(string(rest[len(key):nl])); err == nil && n >= 0 {
@@ -77,7 +82,7 @@ func (m *markers) scan() {
 					m.pid = n
 					close(m.started)
 				} else {
-					m.rc = n
+					m.rc, m.cut = n, key == "short="
 					close(m.ended)
 				}
 				m.state++
@@ -128,7 +133,15 @@ func (m *markers) startedPID() int {
 func (m *markers) exit() (int, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.rc, m.state == 2
+	return m.rc, m.state == 2 && !m.cut
+}
+
+// short returns how many bytes of the script came, and whether the
+// wrapper reported that it did not come whole (and so did not run).
+func (m *markers) short() (int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rc, m.state == 2 && m.cut
 }
 
 // hasStarted reports whether the wrapper's start line has arrived.

@@ -16,6 +16,7 @@ func TestMarkers(t *testing.T) {
 		RC      int
 		Started bool
 		Ended   bool
+		Short   int // bytes of a script that came in part (0: not reported)
 	}
 	tests := map[string]struct {
 		writes []string
@@ -62,6 +63,14 @@ func TestMarkers(t *testing.T) {
 			[]string{p + "pid=12"},
 			result{Out: p + "pid=12"},
 		},
+		"script came in part": {
+			[]string{p + "pid=42\n" + p + "short=1000\n"},
+			result{PID: 42, Started: true, Short: 1000},
+		},
+		"short before pid is not taken": {
+			[]string{p + "short=3\n"},
+			result{Out: p + "short=3\n"},
+		},
 		"long line after prefix": {
 			[]string{p + strings.Repeat("x", 100), "\n"},
 			result{Out: p + strings.Repeat("x", 100) + "\n"},
@@ -78,7 +87,13 @@ func TestMarkers(t *testing.T) {
 			}
 			m.flush()
 			rc, ended := m.exit()
+			if !ended {
+				rc = 0
+			}
 			got := result{Out: out.String(), PID: m.startedPID(), RC: rc, Started: m.hasStarted(), Ended: ended}
+			if n, ok := m.short(); ok {
+				got.Short = n
+			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

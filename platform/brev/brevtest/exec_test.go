@@ -322,3 +322,21 @@ func TestExecAtFile(t *testing.T) {
 		t.Errorf("stdout = %q", r.stdout)
 	}
 }
+
+// TestExecArgLimit: brev runs ssh through `bash -c LINE` with the command
+// quoted into LINE, each single quote taking four bytes, and the kernel
+// caps one argument at 128 KiB: a 100 KiB command runs, one of 40 KiB
+// that is all single quotes (160 KiB quoted) does not.
+func TestExecArgLimit(t *testing.T) {
+	f := startWithSSH(t)
+	f.AddExisting("box")
+	mustBrev(t, f, "refresh")
+	long := strings.Repeat("x", 100<<10)
+	if r := mustBrev(t, f, "exec", "box", "printf %s "+long); r.stdout != long+"box\n" {
+		t.Errorf("a 100 KiB command printed %d bytes, want %d", len(r.stdout), len(long)+4)
+	}
+	r := brev(t, f, nil, "exec", "box", `printf %s "`+strings.Repeat("'", 40<<10)+`"`)
+	if r.code != 1 || !strings.Contains(r.stderr, "argument list too long") {
+		t.Errorf("a command of 160 KiB quoted: exit %d, stderr %.300q; want exit 1, argument list too long", r.code, r.stderr)
+	}
+}

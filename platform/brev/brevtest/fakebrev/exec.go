@@ -170,10 +170,15 @@ func (a *app) sshConfig() string {
 
 // ssh runs the command on alias with stdin /dev/null, stdout and stderr
 // streamed through, and returns ssh's exit code (255: ssh itself failed).
+// As brev does (runSSHWithTimeout), it runs ssh through `bash -c LINE`,
+// with the command single-quoted in LINE, each single quote growing to
+// four bytes (brevQuote): so the kernel's cap on one argument (128 KiB,
+// MAX_ARG_STRLEN) applies to the quoted command as it does under brev
+// ("argument list too long").
 func (a *app) ssh(alias, command string, connectTimeout int) (int, error) {
-	cmd := exec.Command("ssh", "-F", a.sshConfig(), "-T",
-		"-o", "ConnectTimeout="+strconv.Itoa(connectTimeout),
-		"-o", "BatchMode=yes", "-o", "LogLevel=ERROR", alias, command)
+	line := "ssh -F " + brevQuote(a.sshConfig()) + " -T -o ConnectTimeout=" + strconv.Itoa(connectTimeout) +
+		" -o BatchMode=yes -o LogLevel=ERROR " + alias + " " + brevQuote(command)
+	cmd := exec.Command("bash", "-c", line)
 	cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
 	a.call.Runs++
 	err := cmd.Run()
@@ -186,6 +191,9 @@ func (a *app) ssh(alias, command string, connectTimeout int) (int, error) {
 	}
 	return 0, nil
 }
+
+// brevQuote is how brev puts the command into bash's command line.
+func brevQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // waitForSSH is brev's WaitForSSHToBeAvailable: probe with `echo " "`,
 // retrying (1 s apart, 41 tries) only on the errors brev deems transient.
