@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -19,7 +20,11 @@ import (
 
 // ApplyConfig is what an apply needs besides its context.
 type ApplyConfig struct {
-	Plan     *plan.Plan
+	Plan *plan.Plan
+	// Graph is the plan expanded for this run (Expand): its RunID is the
+	// run's id. The plan is expanded once, before Start, so the budget is
+	// checked on the graph that runs.
+	Graph    *engine.Graph
 	PlanPath string // as the user gave it; recorded with the run
 	Secrets  *secret.Set
 	StateDir string
@@ -50,8 +55,9 @@ type ApplyConfig struct {
 }
 
 // Apply is one apply of a plan: a new run, or a resumed one. Start prepares
-// it (nothing is created yet), Run runs it, Finish records how it ended,
-// and Close lets go of the platform and the state.
+// it (nothing is created yet); Run runs it, records how it ended and
+// returns the Outcome; Notify tells the plan's notifiers; Close lets go of
+// the platform and the state.
 type Apply struct {
 	ID    string
 	Graph *engine.Graph
@@ -73,15 +79,30 @@ type Apply struct {
 	closers  []func()
 	// started is when the run began (a resumed one: its first start), for
 	// budget.max_duration.
-	started    time.Time
-	budgetMu   sync.Mutex
-	overBudget string // the limit the run crossed, once it did
+	started       time.Time
+	budgetMu      sync.Mutex
+	overBudgetWhy string // the limit the run crossed, once it did
 	// skipSalvage is closed by SkipSalvage (engine.Config.SkipSalvage).
 	skipSalvage chan struct{}
 	skipOnce    sync.Once
 }
 
-// Start prepares an apply: it builds the plan's platform (a platform CLI
+// Expand expands p for an apply: the graph of a new run, under a new run
+// id, or of the resumed run, under its id. Its error is the plan's
+// (*RefusedError).
+func Expand(p *plan.Plan, resume *Resumed) (*engine.Graph, error) {
+	id := NewRunID(p.Name)
+	if resume != nil {
+		id = resume.Run.ID
+	}
+	g, err := engine.Expand(p, engine.Options{RunID: id})
+	if err != nil {
+		return nil, refused(err)
+	}
+	return g, nil
+}
+
+// Start prepares an apply of cfg.Graph (Expand): it builds the plan's platform (a platform CLI
 // that is missing or too old refuses it here), announces the instances it
 // may create, opens the state and records the run (or claims the resumed
 // one). Errors that are the request's are *RefusedError.
@@ -90,10 +111,12 @@ func Start(ctx context.Context, cfg ApplyConfig) (*Apply, error) {
 	if r := cfg.Resume; r != nil && p.Hash != r.Run.PlanHash {
 		return nil, refused(fmt.Errorf("%s has changed since run %s started (its sha256 was %.12s, now %.12s): resume needs the same plan", cfg.PlanPath, r.Run.ID, r.Run.PlanHash, p.Hash))
 	}
-	a := &Apply{cfg: cfg, ID: NewRunID(p.Name), progress: &progressRelay{}, Done: map[string]string{}, started: time.Now(),
+	if cfg.Graph == nil || cfg.Graph.Plan != p {
+		return nil, errors.New("runner.Start: ApplyConfig.Graph must be Expand's graph of ApplyConfig.Plan")
+	}
+	a := &Apply{cfg: cfg, ID: cfg.Graph.RunID, Graph: cfg.Graph, progress: &progressRelay{}, Done: map[string]string{}, started: time.Now(),
 		skipSalvage: make(chan struct{})}
 	if cfg.Resume != nil {
-		a.ID = cfg.Resume.Run.ID
 		a.started = cfg.Resume.Run.StartedAt
 	}
 	if err := a.start(ctx); err != nil {
@@ -141,9 +164,6 @@ func (a *Apply) start(ctx context.Context) (err error) {
 		return err
 	}
 	a.closers = append(a.closers, func() { _ = a.store.Close() })
-	if a.Graph, err = engine.Expand(p, engine.Options{RunID: a.ID}); err != nil {
-		return refused(err)
-	}
 	host, _ := os.Hostname()
 	ctx = context.WithoutCancel(ctx)
 	if err := a.checkName(ctx); err != nil {
@@ -192,29 +212,28 @@ func (a *Apply) start(ctx context.Context) (err error) {
 }
 
 // Run runs the graph until every node and finalizer has ended or ctx is
-// canceled (then it cancels the running nodes and tears down). view hears
-// every event after the state has recorded it.
-func (a *Apply) Run(ctx context.Context, view engine.Observer) (engine.Summary, error) {
+// canceled (then it cancels the running nodes and tears down), and
+// records how the run ended: the Outcome the views show, with the exit
+// code apply ends with. view hears every event after the state has
+// recorded it. The error is one that kept the run from starting; a state
+// that could not record the end is Outcome.RecordErr.
+func (a *Apply) Run(ctx context.Context, view engine.Observer) (Outcome, error) {
 	rec, err := newRecorder(context.WithoutCancel(ctx), a.ID, a.Graph, a.store, view, a.Done)
 	if err != nil {
-		return engine.Summary{}, err
+		return Outcome{}, err
 	}
 	a.rec = rec
 	a.progress.set(rec.Event)
-	ctx, cancel := context.WithCancelCause(ctx)
+	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopWatching := a.watchBudget(ctx, cancel)
-	sum := engine.Run(ctx, a.Graph, engine.Config{
+	stopWatching := a.watchBudget(runCtx, cancel)
+	sum := engine.Run(runCtx, a.Graph, engine.Config{
 		RunID: a.ID, Parallel: a.cfg.Parallel, Executor: &executor{run: a.ID, g: a.Graph, insts: a.insts, steps: a.steps, store: a.store},
 		Instances: a.insts, Observer: rec, FinallyTimeout: a.cfg.FinallyTimeout, Done: a.Done,
 		Slots: a.slots, GPUs: a.steps.GPUs, SkipSalvage: a.skipSalvage,
 	})
 	stopWatching()
-	if a.OverBudget() != "" {
-		// Cancelled by the budget, not by the user: a failure (exit 1).
-		sum.Interrupted = false
-	}
-	return sum, nil
+	return a.finish(context.WithoutCancel(ctx), sum), nil
 }
 
 // Verdict sums up how a run ended: the run state to record and a line
@@ -239,38 +258,47 @@ func Verdict(s engine.Summary) (runState, message string) {
 	return state.RunSucceeded, "succeeded (" + counts + ")"
 }
 
-// Finish records the end of the run: its state, the exit code apply ends
-// with and the verdict (also kept as the RunEnded event of the state). It
-// returns the Outcome the views show; the error is the state's, when the
-// end could not be recorded.
-func (a *Apply) Finish(sum engine.Summary, runState string, exitCode int, verdict string) (Outcome, error) {
-	now := time.Now()
-	if a.rec != nil {
-		a.rec.record(engine.Event{Time: now, Type: engine.RunEnded, ExitCode: &exitCode, Message: verdict})
+// finish records the end of the run that ended as sum says: its state,
+// the exit code apply ends with and the verdict (also kept as the RunEnded
+// event of the state). It returns the Outcome the views show.
+func (a *Apply) finish(ctx context.Context, sum engine.Summary) Outcome {
+	why := a.budgetCrossed()
+	if why != "" {
+		// Cancelled by the budget, not by the user: a failure (exit 1).
+		sum.Interrupted = false
 	}
-	err := a.store.UpdateRun(context.Background(), a.ID, state.RunUpdate{State: runState, EndedAt: now, ExitCode: exitCode, Message: verdict})
-	if a.store != nil {
-		// The logs the failures show end where the nodes ended.
-		for _, n := range a.Graph.Nodes {
-			_ = a.store.FlushLog(a.ID, n.ID)
-		}
+	runState, verdict := Verdict(sum)
+	if why != "" {
+		verdict = "over budget (" + why + "): " + verdict
+	}
+	exitCode := ExitCode(runState)
+	now := time.Now()
+	a.rec.record(engine.Event{Time: now, Type: engine.RunEnded, ExitCode: &exitCode, Message: verdict})
+	err := a.store.UpdateRun(ctx, a.ID, state.RunUpdate{State: runState, EndedAt: now, ExitCode: exitCode, Message: verdict})
+	// The logs the failures show end where the nodes ended.
+	for _, n := range a.Graph.Nodes {
+		_ = a.store.FlushLog(a.ID, n.ID)
 	}
 	o := a.outcome(sum, runState, exitCode, verdict)
-	if c, cerr := Costs(context.Background(), a.store, a.ID, now); cerr == nil && len(c.Instances) > 0 {
+	o.RecordErr = err
+	if c, cerr := Costs(ctx, a.store, a.ID, now); cerr == nil && len(c.Instances) > 0 {
 		o.Cost = &c
 	}
-	return o, err
+	if t, rerr := Results(ctx, a.store, a.ID); rerr == nil {
+		o.Results = t
+	}
+	return o
 }
 
 // Abandon records that teardown was abandoned (a third interrupt): what it
-// had not removed may still exist. It gives up after two seconds rather
-// than wait on a busy state.
-func (a *Apply) Abandon(exitCode int) {
+// had not removed may still exist (ExitTeardown, which apply then exits
+// with). It gives up after two seconds rather than wait on a busy state.
+func (a *Apply) Abandon() {
 	recorded := make(chan struct{})
 	// A bare goroutine, not a conc.WaitGroup: the point is not to wait
 	// for it past two seconds (the process exits right after).
 	go func() {
-		_ = a.store.UpdateRun(context.Background(), a.ID, state.RunUpdate{State: state.RunTeardownIncomplete, EndedAt: time.Now(), ExitCode: exitCode, Message: "teardown abandoned by a third interrupt"})
+		_ = a.store.UpdateRun(context.Background(), a.ID, state.RunUpdate{State: state.RunTeardownIncomplete, EndedAt: time.Now(), ExitCode: ExitTeardown, Message: "teardown abandoned by a third interrupt"})
 		close(recorded)
 	}()
 	select {
@@ -290,25 +318,6 @@ func (a *Apply) Alive(ctx context.Context) ([]string, error) {
 		names = append(names, r.Kind+" "+r.Name)
 	}
 	return names, nil
-}
-
-// Kept returns the instances left running because the plan said keep:
-// true, as "name (platform name)".
-func (a *Apply) Kept() []string {
-	a.insts.mu.Lock()
-	defer a.insts.mu.Unlock()
-	return append([]string(nil), a.insts.kept...)
-}
-
-// StateErrors is how many writes to the state failed during Run; the run
-// goes on through them, so 'taoflow status' may miss what they held.
-func (a *Apply) StateErrors() int {
-	if a.rec == nil {
-		return 0
-	}
-	a.rec.mu.Lock()
-	defer a.rec.mu.Unlock()
-	return a.rec.errs
 }
 
 // Close closes the state and the platform's connections and withdraws the

@@ -74,7 +74,7 @@ func (a *Apply) watchBudget(ctx context.Context, cancel context.CancelCauseFunc)
 				continue
 			}
 			a.budgetMu.Lock()
-			a.overBudget = why
+			a.overBudgetWhy = why
 			a.budgetMu.Unlock()
 			if a.cfg.OnBudget != nil {
 				a.cfg.OnBudget(why)
@@ -89,9 +89,9 @@ func (a *Apply) watchBudget(ctx context.Context, cancel context.CancelCauseFunc)
 	}
 }
 
-// OverBudget says which budget limit ended the run early; "" when none did.
-func (a *Apply) OverBudget() string {
+// budgetCrossed says which budget limit ended the run early; "" when none did.
+func (a *Apply) budgetCrossed() string {
 	a.budgetMu.Lock()
 	defer a.budgetMu.Unlock()
-	return a.overBudget
+	return a.overBudgetWhy
 }

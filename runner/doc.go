@@ -1,7 +1,15 @@
 // Package runner drives taoflow runs: it joins the engine, the steps, a
-// platform and the state to apply a plan (Start, Run, Finish), resume a run
-// whose apply died (LoadResumed), tear down what a run left (Destroyer) and
-// find what no state accounts for (Reap).
+// platform and the state to apply a plan, resume a run whose apply died
+// (LoadResumed), tear down what a run left (Destroyer) and find what no
+// state accounts for (Reap).
+//
+// An apply is Expand (the plan's graph, expanded once, under the run's
+// id: the budget is checked on it before anything is asked or created),
+// Start (the platform, the state and the run's record), Apply.Run and
+// Apply.Notify. Run runs the graph, decides how the run ended (Verdict,
+// then ExitCode, exit.go, the one definition of the exit codes), records
+// that end and returns it as one Outcome: the views print it and
+// cmd/taoflow exits with its ExitCode.
 //
 // It holds the decisions a run makes beyond scheduling: every instance and
 // job is recorded in the state before it is created; an instance the run
@@ -20,7 +28,7 @@
 // the results table and download of a finished run (Results,
 // DownloadResults; results.go, download.go).
 //
-// cmd/taoflow parses flags, prints and maps outcomes to exit codes; it
-// decides nothing a run does. The engine stays ignorant of platforms and
+// cmd/taoflow parses flags, asks the user, prints the Outcome and exits
+// with its code; it decides nothing a run does. The engine stays ignorant of platforms and
 // the state: runner provides the engine's Executor and Instances.
 package runner

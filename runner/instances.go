@@ -56,6 +56,30 @@ func newInstances(run string, p *plan.Plan, pf platform.Platform, store *state.S
 		live: map[string]platform.Instance{}, ids: map[string]int64{}}
 }
 
+// deleteStepRuns marks name's delete step as running (Release then leaves
+// the stopping of its jobs to the delete), and returns what unmarks it.
+func (in *instances) deleteStepRuns(name string) (done func()) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.deleteStep == nil {
+		in.deleteStep = map[string]bool{}
+	}
+	in.deleteStep[name] = true
+	return func() {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		delete(in.deleteStep, name)
+	}
+}
+
+// keptNames returns the instances left running because the plan said
+// keep: true, as "name (platform name)".
+func (in *instances) keptNames() []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]string(nil), in.kept...)
+}
+
 func (in *instances) get(name string) (platform.Instance, bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -425,17 +449,7 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 		// No job to stop where none was launched, nor on an instance that
 		// is gone or stopped (Release deletes it all the same).
 		req.NoJobs = !e.insts.jobsLaunched(ctx, t.Instance) || e.insts.find(ctx, inst) != nil
-		e.insts.mu.Lock()
-		if e.insts.deleteStep == nil {
-			e.insts.deleteStep = map[string]bool{}
-		}
-		e.insts.deleteStep[t.Instance] = true
-		e.insts.mu.Unlock()
-		defer func() {
-			e.insts.mu.Lock()
-			delete(e.insts.deleteStep, t.Instance)
-			e.insts.mu.Unlock()
-		}()
+		defer e.insts.deleteStepRuns(t.Instance)()
 	}
 	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {
 		req.Facts = prior.Facts

@@ -18,6 +18,7 @@ import (
 	"github.com/taoflow/taoflow/internal/provenance"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/secret"
+	"github.com/taoflow/taoflow/state"
 )
 
 // Summary is what notifiers receive: how the run ended, as JSON.
@@ -49,13 +50,13 @@ type NotifyOutcome struct {
 // and its outcome never changes the run's: the caller reports failures.
 // Errors carry no secret: the webhook's URL is never in them, and every
 // message passes through the run's redactor.
-func (a *Apply) Notify(ctx context.Context, runState string, exitCode int, verdict string, left []string) []NotifyOutcome {
+func (a *Apply) Notify(ctx context.Context, o Outcome) []NotifyOutcome {
 	n := a.cfg.Plan.Notify
-	if n == nil || !n.Wants(runState == "succeeded") {
+	if n == nil || !n.Wants(o.State == state.RunSucceeded) {
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx)
-	body, err := a.summary(ctx, runState, exitCode, verdict, left)
+	body, err := a.summary(ctx, o)
 	if err != nil {
 		return []NotifyOutcome{{What: "notify", Err: err}}
 	}
@@ -85,7 +86,7 @@ func redactErr(redact func(string) string, err error) error {
 	return errors.New(redact(err.Error()))
 }
 
-func (a *Apply) summary(ctx context.Context, runState string, exitCode int, verdict string, left []string) ([]byte, error) {
+func (a *Apply) summary(ctx context.Context, o Outcome) ([]byte, error) {
 	r, err := a.store.Run(ctx, a.ID)
 	if err != nil {
 		return nil, err
@@ -94,12 +95,12 @@ func (a *Apply) summary(ctx context.Context, runState string, exitCode int, verd
 	if err != nil {
 		return nil, err
 	}
-	t, err := a.Results(ctx)
+	t, err := Results(ctx, a.store, a.ID)
 	if err != nil {
 		return nil, err
 	}
-	s := Summary{RunID: a.ID, RunName: rec.Label, Plan: a.cfg.Plan.Name, PlanFile: r.PlanFile, State: runState, ExitCode: exitCode,
-		Message: verdict, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Tags: rec.Tags, Left: left, Results: t}
+	s := Summary{RunID: a.ID, RunName: rec.Label, Plan: a.cfg.Plan.Name, PlanFile: r.PlanFile, State: o.State, ExitCode: o.ExitCode,
+		Message: o.Message, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Tags: rec.Tags, Left: o.Left, Results: t}
 	// The provenance as the plan's provenance: asks for it (the state
 	// keeps it whole).
 	if len(rec.Provenance) > 0 {

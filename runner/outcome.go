@@ -66,8 +66,9 @@ func (f Failure) Title() string {
 	return fmt.Sprintf("%s %s", f.Node, f.State)
 }
 
-// Outcome is how an apply ended, for the views: the run state, apply's
-// exit code, the verdict line, what failed and why, and what may remain.
+// Outcome is how an apply ended (Apply.Run), for the views: the run
+// state, apply's exit code (ExitCode of the state; cmd/taoflow exits with
+// it), the verdict line, what failed and why, and what may remain.
 type Outcome struct {
 	RunID    string    `json:"run_id"`
 	State    string    `json:"state"` // one of the state.Run* constants
@@ -96,8 +97,17 @@ type Outcome struct {
 	// Cost is what the instances the run created on a billing platform
 	// cost, at list prices; nil when it created none.
 	Cost *RunCost `json:"cost,omitempty"`
-	// StateErrors counts writes to the state that failed during the run.
+	// StateErrors counts writes to the state that failed during the run;
+	// the run goes on through them, so 'taoflow status' may miss what
+	// they held.
 	StateErrors int `json:"state_errors,omitempty"`
+	// RecordErr is the state's error when the end of the run could not be
+	// recorded; nil when it was.
+	RecordErr error `json:"-"`
+	// Results is the run's results table (empty when it launched no jobs,
+	// or the state could not be read). The JSON view leaves it out:
+	// 'taoflow results --json' prints it.
+	Results ResultTable `json:"-"`
 }
 
 // Culprit returns the run node whose job node id (a wait that failed with
@@ -154,7 +164,7 @@ func LogsCommand(run, node string) string {
 // outcome builds the Outcome of a run that ended as sum says.
 func (a *Apply) outcome(sum engine.Summary, runState string, exitCode int, verdict string) Outcome {
 	o := Outcome{RunID: a.ID, State: runState, ExitCode: exitCode, Message: verdict,
-		Stopped: sum.Stopped, Left: sum.Left, Kept: a.Kept(), Held: sum.Held, StateErrors: a.StateErrors(),
+		Stopped: sum.Stopped, Left: sum.Left, Kept: a.insts.keptNames(), Held: sum.Held, StateErrors: a.rec.errors(),
 		Bills: a.cfg.Plan.Platform.Kind == plan.PlatformBrev}
 	for _, n := range a.Graph.Nodes {
 		st := sum.States[n.ID]

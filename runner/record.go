@@ -135,6 +135,13 @@ func (r *recorder) write(e engine.Event) {
 	r.check(r.store.PutNode(ctx, *n))
 }
 
+// errors is how many writes to the state failed so far.
+func (r *recorder) errors() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errs
+}
+
 // check counts state write failures; apply reports them at the end rather
 // than stopping a run that is spending money.
 func (r *recorder) check(err error) {

@@ -162,8 +162,3 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
-
-// Results is the results table of the run so far.
-func (a *Apply) Results(ctx context.Context) (ResultTable, error) {
-	return Results(ctx, a.store, a.ID)
-}

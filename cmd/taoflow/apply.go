@@ -212,10 +212,14 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	if err != nil {
 		return err
 	}
-	if g, err := engine.Expand(p, engine.Options{RunID: "RUN"}); err == nil {
-		if err := runner.CheckBudget(p, runner.Estimated(g, sel)); err != nil {
-			return err
-		}
+	// The plan is expanded once, for the run: the budget is checked on
+	// the graph that runs.
+	graph, err := runner.Expand(p, prior)
+	if err != nil {
+		return err
+	}
+	if err := runner.CheckBudget(p, runner.Estimated(graph, sel)); err != nil {
+		return err
 	}
 	if prior == nil && !f.yes {
 		// A resumed run was agreed to when it started.
@@ -229,7 +233,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	errOut := secret.NewWriter(sio.err, red)
 	defer errOut.Close()
 
-	a, err := runner.Start(parent, runner.ApplyConfig{Plan: p, PlanPath: path, Secrets: secrets, StateDir: g.stateDir,
+	a, err := runner.Start(parent, runner.ApplyConfig{Plan: p, Graph: graph, PlanPath: path, Secrets: secrets, StateDir: g.stateDir,
 		Resume: prior, Selection: sel, Parallel: f.parallel, FinallyTimeout: f.finally,
 		RunName: f.name, Tags: tags, RequireClean: f.clean, Version: versionString(), TransientBackoff: g.transientBackoff,
 		StopTimeout: g.stopTimeout,
@@ -249,30 +253,20 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	stopSignals := handleSignals(errOut, a, cancel)
 	defer stopSignals()
 
-	sum, err := a.Run(runCtx, view)
-	if err != nil {
-		view.Close()
-		return err
-	}
-	runState, verdict := runner.Verdict(sum)
-	if why := a.OverBudget(); why != "" {
-		verdict = "over budget (" + why + "): " + verdict
-	}
-	code := exitCodes[runState]
-	outcome, err := a.Finish(sum, runState, code, verdict)
+	o, err := a.Run(runCtx, view)
 	view.Close()
 	if err != nil {
-		fmt.Fprintf(errOut, "taoflow: could not record the end of the run: %v\n", err)
+		return err
 	}
-	view.Outcome(outcome)
-	if f.output != "json" {
-		printResults(parent, out, a)
+	if o.RecordErr != nil {
+		fmt.Fprintf(errOut, "taoflow: could not record the end of the run: %v\n", o.RecordErr)
 	}
-	reportNotify(errOut, a.Notify(parent, runState, code, verdict, outcome.Left))
-	if code == exitOK {
+	view.Outcome(o)
+	reportNotify(errOut, a.Notify(parent, o))
+	if o.ExitCode == exitOK {
 		return nil
 	}
-	return silent(code)
+	return silent(o.ExitCode)
 }
 
 // isTerminal reports whether r is a terminal to ask on (a variable so tests
@@ -391,13 +385,11 @@ func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, 
 				}
 				return c, r
 			})
-			lv.mu.Lock()
-			lv.costs = costs
-			lv.mu.Unlock()
-			return &humanView{Observer: lv, errOut: errOut}
+			lv.showCosts(costs)
+			return &humanView{Observer: lv, out: out, errOut: errOut}
 		}
 	}
-	return &humanView{Observer: &plainView{w: out}, errOut: errOut}
+	return &humanView{Observer: &plainView{w: out}, out: out, errOut: errOut}
 }
 
 // handleSignals implements the three-stage Ctrl-C: cancel and tear down;
@@ -446,7 +438,7 @@ func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc)
 					fmt.Fprintf(w, "\ntaoflow: skipping the salvage of results; teardown is still running; not yet removed: %s\ntaoflow: Ctrl-C once more abandons teardown\n", what)
 				default:
 					fmt.Fprintf(w, "\ntaoflow: teardown abandoned; what it had not removed may still exist (and bill)\ntaoflow: remove it with: taoflow destroy %s --yes\n", a.ID)
-					a.Abandon(exitTeardown)
+					a.Abandon()
 					os.Exit(exitTeardown)
 				}
 			}

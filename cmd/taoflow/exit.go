@@ -9,24 +9,16 @@ import (
 	"github.com/taoflow/taoflow/state"
 )
 
-// The exit codes of taoflow (docs/design.md §2.1). This table is the only place
-// they are defined.
+// The exit codes of taoflow (docs/design.md §2.1), as runner defines them:
+// a run's end records its code (runner.ExitCode), and apply exits with the
+// runner.Outcome's.
 const (
-	exitOK          = 0   // every node and every finalizer succeeded
-	exitFailed      = 1   // a node failed; teardown completed
-	exitUsage       = 2   // usage error or invalid plan; nothing was started
-	exitTeardown    = 3   // teardown incomplete: something may still exist (and bill)
-	exitInterrupted = 130 // interrupted; teardown completed
+	exitOK          = runner.ExitOK          // every node and every finalizer succeeded
+	exitFailed      = runner.ExitFailed      // a node failed; teardown completed
+	exitUsage       = runner.ExitUsage       // usage error or invalid plan; nothing was started
+	exitTeardown    = runner.ExitTeardown    // teardown incomplete: something may still exist (and bill)
+	exitInterrupted = runner.ExitInterrupted // interrupted; teardown completed
 )
-
-// exitCodes maps the state a run ended in (runner.Verdict) to apply's
-// exit code.
-var exitCodes = map[string]int{
-	state.RunSucceeded:          exitOK,
-	state.RunFailed:             exitFailed,
-	state.RunTeardownIncomplete: exitTeardown,
-	state.RunInterrupted:        exitInterrupted,
-}
 
 // exitError carries an exit code up to main. A nil err means the message
 // was already printed.

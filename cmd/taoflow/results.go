@@ -289,17 +289,6 @@ func csvFields(fields []string) []string {
 	return fields
 }
 
-// printResults prints the results table at the end of apply, when the run
-// launched jobs.
-func printResults(ctx context.Context, w io.Writer, a *runner.Apply) {
-	t, err := a.Results(context.WithoutCancel(ctx))
-	if err != nil || len(t.Rows) == 0 {
-		return
-	}
-	fmt.Fprintln(w)
-	_ = writeResults(escapeWriter{w}, t)
-}
-
 // download brings a run's uploaded results back and says how each went.
 func download(ctx context.Context, sio stdio, store *state.Store, run string, opts runner.DownloadOptions) error {
 	ds, err := runner.DownloadResults(ctx, store, run, opts)

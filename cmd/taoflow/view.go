@@ -39,10 +39,11 @@ type applyStart struct {
 }
 
 // humanView is the plain or live view of the events, with the start and
-// the outcome as "taoflow: " lines on stderr.
+// the outcome as "taoflow: " lines on stderr, and the results table of the
+// outcome on stdout.
 type humanView struct {
 	engine.Observer
-	errOut io.Writer
+	out, errOut io.Writer
 }
 
 func (v *humanView) Start(s applyStart) {
@@ -60,7 +61,8 @@ func (v *humanView) Close() {
 }
 
 // Outcome says what failed and why (the last lines of its log and the
-// command that shows the rest), what may remain, and the verdict.
+// command that shows the rest), what may remain, and the verdict; then
+// prints the results table, when the run launched jobs.
 func (v *humanView) Outcome(o runner.Outcome) {
 	w := escapeWriter{v.errOut}
 	for _, k := range o.Kept {
@@ -107,6 +109,10 @@ func (v *humanView) Outcome(o runner.Outcome) {
 	fmt.Fprintf(w, "taoflow: run %s %s\n", o.RunID, o.Message)
 	if o.StateErrors > 0 {
 		fmt.Fprintf(w, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", o.StateErrors, o.RunID)
+	}
+	if len(o.Results.Rows) > 0 {
+		fmt.Fprintln(v.out)
+		_ = writeResults(escapeWriter{v.out}, o.Results)
 	}
 }
 
@@ -319,6 +325,14 @@ func (v *liveView) redraw() {
 			return
 		}
 	}
+}
+
+// showCosts has the view ask costs what the created instances have cost
+// so far (at most every costEvery) and show its last answer.
+func (v *liveView) showCosts(costs func() (runner.RunCost, error)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.costs = costs
 }
 
 // Close draws the final table and stops redrawing.
