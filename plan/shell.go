@@ -592,8 +592,39 @@ func argvProblem(cmd string) *shellProblem {
 				return p
 			}
 		}
+		if l := wordLen(w); l > MaxArg {
+			return &shellProblem{Offset: int(w.Pos().Offset()) - n, Msg: fmt.Sprintf("this word of the container's command is %d KiB once the instance's shell unquotes it; the kernel passes no argument longer than %d KiB (MAX_ARG_STRLEN) to docker run: send the data as a file (send, or a volume) and name the file", l>>10, (MaxArg+1)>>10)}
+		}
 	}
 	return nil
+}
+
+// MaxArg is the longest argument, in bytes, that Linux passes to a
+// program (MAX_ARG_STRLEN, 128 KiB with its terminating NUL). A container's
+// command is the arguments of docker run (an image may have no shell to
+// read a script from), so each of its words must fit; a `run` without
+// image reads its command as a script (platform.MaxScript).
+const MaxArg = 128<<10 - 1
+
+// wordLen is the length of w once a shell removes its quotes (the words
+// argvProblem accepts: literals, single- and double-quoted text).
+func wordLen(w *syntax.Word) int {
+	l := 0
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.SglQuoted:
+			l += len(p.Value)
+		case *syntax.Lit:
+			l += len(p.Value) - strings.Count(p.Value, "\\")
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if lit, ok := q.(*syntax.Lit); ok {
+					l += len(lit.Value)
+				}
+			}
+		}
+	}
+	return l
 }
 
 func argvPart(part syntax.WordPart, first bool, n int, at func(int) *shellProblem) *shellProblem {

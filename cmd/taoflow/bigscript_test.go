@@ -84,3 +84,43 @@ finally:
 		t.Errorf("manifest: %d sha256 entries (%v), want %d", len(m.SHA256), err, files+1)
 	}
 }
+
+// TestContainerWordLimit: a container's command is the arguments of
+// docker run (the image may have no shell to read a script), so one word
+// over the kernel's 128 KiB is refused at validate and plan, before
+// anything is created, with the limit named — not by docker run after
+// the instance is up. A word just under the limit passes.
+func TestContainerWordLimit(t *testing.T) {
+	dir := t.TempDir()
+	plan := `taoflow: 1
+name: words
+vars: {blob: ""}
+instances: {gpu: {}}
+steps:
+  - id: train
+    uses: run
+    with:
+      image: example.com/trainer:1
+      command: trainer --config ${{ vars.blob }}
+  - {id: wait, uses: wait, needs: [train]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "words.yaml"), []byte(plan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, n := range map[string]int{"over": 130 << 10, "under": 100 << 10} {
+		vf := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(vf, []byte("blob: "+strings.Repeat("a", n)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"validate", "plan"} {
+			if name == "under" {
+				taoflowChild(t, dir, cmd, "--var-file", vf, "words.yaml")
+				continue
+			}
+			c := taoflowChildExit(t, dir, 2, cmd, "--var-file", vf, "words.yaml")
+			if !strings.Contains(c.err, "words.yaml:10:") || !strings.Contains(c.err, "MAX_ARG_STRLEN") {
+				t.Errorf("%s with a 130 KiB word: stderr %s; want the error at with.command naming the limit", cmd, tail(c.err, 600))
+			}
+		}
+	}
+}
