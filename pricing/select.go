@@ -83,7 +83,7 @@ type Selection struct {
 	// without filters gets this far without a search.
 	Unpriced string
 	// NotRun, when not empty, names the program the plan chose as its
-	// brev CLI (platform.binary) that Select did not run, searching with
+	// brev CLI (platform.binary) that runner.Select did not run, searching with
 	// brev from PATH in its place (runner.SelectOptions).
 	NotRun string
 }
