@@ -13,6 +13,7 @@ import (
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/ssh"
+	"github.com/taoflow/taoflow/pricing"
 	"github.com/taoflow/taoflow/secret"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
@@ -32,7 +33,7 @@ type ApplyConfig struct {
 	Resume *Resumed
 	// Selection is the types of the instances the run creates (Select):
 	// their chains replace create:'s type, and Create learns their prices.
-	Selection      *Selection
+	Selection      *pricing.Selection
 	Parallel       int           // most nodes running at once (0: no limit beyond slots)
 	FinallyTimeout time.Duration // deadline of finalizers and instance teardown
 	// RunName (apply --name, unique in the state) and Tags (--tag, over
@@ -281,7 +282,7 @@ func (a *Apply) finish(ctx context.Context, sum engine.Summary) Outcome {
 	}
 	o := a.outcome(sum, runState, exitCode, verdict)
 	o.RecordErr = err
-	if c, cerr := Costs(ctx, a.store, a.ID, now); cerr == nil && len(c.Instances) > 0 {
+	if c, cerr := pricing.Costs(ctx, a.store, a.ID, now); cerr == nil && len(c.Instances) > 0 {
 		o.Cost = &c
 	}
 	if t, rerr := Results(ctx, a.store, a.ID); rerr == nil {

@@ -3,28 +3,14 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	"github.com/taoflow/taoflow/plan"
-	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/pricing"
 )
 
 // DefaultBudgetPoll is how often a run with a budget: max_cost adds up
 // what its instances have cost so far.
 const DefaultBudgetPoll = 5 * time.Second
-
-// overBudget says which limit of b the run crossed, with a cost so far and
-// an age; "" when none.
-func overBudget(b plan.Budget, cost float64, age time.Duration) string {
-	switch {
-	case b.MaxCost > 0 && cost >= b.MaxCost:
-		return fmt.Sprintf("the estimated cost so far, %s, reached budget.max_cost %s", platform.Dollars(cost), platform.Dollars(b.MaxCost))
-	case b.MaxDuration > 0 && age >= b.MaxDuration:
-		return fmt.Sprintf("the run has lasted %s, budget.max_duration %s", age.Round(time.Second), b.MaxDuration)
-	}
-	return ""
-}
 
 // watchBudget checks the plan's budget while the run goes on — its age
 // against max_duration, and every BudgetPoll what its instances have cost
@@ -65,11 +51,11 @@ func (a *Apply) watchBudget(ctx context.Context, cancel context.CancelCauseFunc)
 			}
 			cost := 0.0
 			if b.MaxCost > 0 {
-				if c, err := Costs(ctx, a.store, a.ID, time.Now()); err == nil {
+				if c, err := pricing.Costs(ctx, a.store, a.ID, time.Now()); err == nil {
 					cost = c.Total
 				}
 			}
-			why := overBudget(b, cost, time.Since(a.started))
+			why := pricing.OverBudget(b, cost, time.Since(a.started))
 			if why == "" {
 				continue
 			}
@@ -94,4 +80,10 @@ func (a *Apply) budgetCrossed() string {
 	a.budgetMu.Lock()
 	defer a.budgetMu.Unlock()
 	return a.overBudgetWhy
+}
+
+// Costs is what the run's created instances have cost so far
+// (pricing.Costs).
+func (a *Apply) Costs(ctx context.Context) (pricing.RunCost, error) {
+	return pricing.Costs(ctx, a.store, a.ID, time.Now())
 }

@@ -19,14 +19,14 @@
 // resources is recorded with them (PlatformData), so destroy rebuilds it
 // without the plan.
 //
-// Around the run it also holds what is decided from prices and results:
-// the choice of an instance type from the platform's offers (Select,
-// select.go), the estimate and the budget a plan may not exceed
-// (Estimated, CheckBudget, budget.go), what each instance cost (Costs,
-// cost.go), the salvage of partial results before a release
-// (salvage.go), the notify command at the end of a run (notify.go), and
-// the results table and download of a finished run (Results,
-// DownloadResults; results.go, download.go).
+// Prices are package pricing's: runner builds the platform whose catalogue
+// picks the instance types (Select, select.go, which makes pricing's
+// refusals a *RefusedError, as CheckBudget does), records the facts a
+// run's cost is counted from, and watches the budget while the run goes
+// on (budget.go). Around the run it also holds the salvage of partial
+// results before a release (salvage.go), the notify command at the end of
+// a run (notify.go), and the results table and download of a finished run
+// (Results, DownloadResults; results.go, download.go).
 //
 // cmd/taoflow parses flags, asks the user, prints the Outcome and exits
 // with its code; it decides nothing a run does. The engine stays ignorant of platforms and

@@ -12,6 +12,7 @@ import (
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/pricing"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
 )
@@ -43,7 +44,7 @@ type instances struct {
 	deleteStep map[string]bool
 	// sel is the types chosen for the instances created (Select); nil:
 	// create:'s type as written.
-	sel *Selection
+	sel *pricing.Selection
 	// prior holds, when resuming, the instances an earlier attempt of the
 	// run created that may still exist, by name.
 	prior map[string]state.Resource
@@ -129,7 +130,7 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	intent := PlatformData(in.plan)
 	// Billing is counted from here: brev create comes next.
 	billedFrom := time.Now().UTC().Format(time.RFC3339Nano)
-	intent[dataBilledFrom] = billedFrom
+	intent[pricing.DataBilledFrom] = billedFrom
 	if n, ok := in.platform.(platform.Namer); ok {
 		// The name it will have, so that a crash during Create leaves
 		// something destroy and reap can find.
@@ -150,7 +151,7 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	if inst.Attrs == nil {
 		inst.Attrs = map[string]string{}
 	}
-	inst.Attrs[dataBilledFrom] = billedFrom
+	inst.Attrs[pricing.DataBilledFrom] = billedFrom
 	data := map[string]string{"ref": inst.Ref}
 	for k, v := range inst.Attrs {
 		data[k] = v
@@ -171,11 +172,11 @@ func (in *instances) adopt(ctx context.Context, a platform.Adopter, spec platfor
 	if err != nil {
 		return fmt.Errorf("using %s again (created by an earlier attempt of this run): %w", spec.Name, err)
 	}
-	if from := res.Data[dataBilledFrom]; from != "" {
+	if from := res.Data[pricing.DataBilledFrom]; from != "" {
 		if inst.Attrs == nil {
 			inst.Attrs = map[string]string{}
 		}
-		inst.Attrs[dataBilledFrom] = from
+		inst.Attrs[pricing.DataBilledFrom] = from
 	}
 	in.mu.Lock()
 	in.ids[spec.Name] = res.ID
@@ -453,9 +454,9 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 	}
 	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {
 		req.Facts = prior.Facts
-		if prior.Facts[factUses] == "" {
+		if prior.Facts[pricing.FactUses] == "" {
 			// What ran when, for the GPU-idle time (Costs).
-			_ = e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, factUses, n.Step.Uses)
+			_ = e.store.SetNodeFact(context.WithoutCancel(ctx), e.run, n.ID, pricing.FactUses, n.Step.Uses)
 		}
 	}
 	req.Record = func(key, value string) {

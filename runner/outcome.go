@@ -12,6 +12,7 @@ import (
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/internal/shellquote"
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/pricing"
 	"github.com/taoflow/taoflow/state"
 )
 
@@ -96,7 +97,7 @@ type Outcome struct {
 	Teardown error `json:"-"`
 	// Cost is what the instances the run created on a billing platform
 	// cost, at list prices; nil when it created none.
-	Cost *RunCost `json:"cost,omitempty"`
+	Cost *pricing.RunCost `json:"cost,omitempty"`
 	// StateErrors counts writes to the state that failed during the run;
 	// the run goes on through them, so 'taoflow status' may miss what
 	// they held.

@@ -210,7 +210,7 @@ const (
 	RecordLogOffsets = "log_offsets"
 	// RecordGoneAt is, for a wait, a JSON object of instance name → when
 	// the platform first said that instance was gone or stopped (RFC
-	// 3339): its billing figure ends there (runner.Costs).
+	// 3339): its billing figure ends there (pricing.Costs).
 	RecordGoneAt = "gone_at"
 )
 

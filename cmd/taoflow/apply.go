@@ -18,6 +18,7 @@ import (
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/pricing"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
 )
@@ -218,7 +219,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	if err != nil {
 		return err
 	}
-	if err := runner.CheckBudget(p, runner.Estimated(graph, sel)); err != nil {
+	if err := runner.CheckBudget(p, pricing.Estimated(graph, sel)); err != nil {
 		return err
 	}
 	if prior == nil && !f.yes {
@@ -244,7 +245,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return err
 	}
 	defer a.Close()
-	view := redactedView{newView(f.output, out, errOut, sio.out, a.ID, a.Graph, func() (runner.RunCost, error) { return a.Costs(parent) }), red}
+	view := redactedView{newView(f.output, out, errOut, sio.out, a.ID, a.Graph, func() (pricing.RunCost, error) { return a.Costs(parent) }), red}
 	view.Start(applyStart{RunID: a.ID, Plan: path, Resumed: prior != nil, DoneBefore: len(a.Done), Nodes: len(a.Graph.Nodes),
 		Instances: len(p.Instances), StateDir: g.stateDir})
 
@@ -329,7 +330,7 @@ func readAnswer(r io.Reader) string {
 // confirmBilling asks on a terminal before apply creates instances that
 // bill from creation, and refuses without one: --yes answers for the user,
 // as terraform apply needs -auto-approve in automation.
-func confirmBilling(sio stdio, billed []*plan.Instance, sel *runner.Selection) error {
+func confirmBilling(sio stdio, billed []*plan.Instance, sel *pricing.Selection) error {
 	if len(billed) == 0 {
 		return nil
 	}
@@ -372,7 +373,7 @@ func confirmBilling(sio stdio, billed []*plan.Instance, sel *runner.Selection) e
 
 // newView picks apply's view: out and errOut are the (redacting) writers
 // to print to, raw the underlying stdout, checked for a terminal.
-func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, g *engine.Graph, costs func() (runner.RunCost, error)) applyView {
+func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, g *engine.Graph, costs func() (pricing.RunCost, error)) applyView {
 	switch output {
 	case "json":
 		return newJSONView(out, runID)

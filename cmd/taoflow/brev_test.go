@@ -23,6 +23,7 @@ import (
 	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
 	"github.com/taoflow/taoflow/platform/ssh/sshtest"
+	"github.com/taoflow/taoflow/pricing"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/steps"
@@ -1479,7 +1480,7 @@ func TestBrevVanishedWaitFailsAtOnce(t *testing.T) {
 			maps.Copy(seen, gone)
 		}
 	}
-	cost, err := runner.Costs(t.Context(), store, latest.ID, time.Now())
+	cost, err := pricing.Costs(t.Context(), store, latest.ID, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/pricing"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/secret"
 	"github.com/taoflow/taoflow/steps"
@@ -83,7 +84,7 @@ count it; budget: {unpriced: allow} lets it run, uncounted, and plan says so).`,
 			if err != nil {
 				return err
 			}
-			if err := runner.CheckBudget(p, runner.Estimated(g, sel)); err != nil {
+			if err := runner.CheckBudget(p, pricing.Estimated(g, sel)); err != nil {
 				return err
 			}
 			red := secretRedactor(p)

@@ -9,7 +9,7 @@ import (
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/platform"
-	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/pricing"
 	"github.com/taoflow/taoflow/steps"
 )
 
@@ -156,7 +156,7 @@ type previewSummary struct {
 }
 
 // sendSize, when not nil, counts what a send node copies.
-func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) (string, bool), sel *runner.Selection, sendSize func(*engine.Node) (steps.SendSize, error)) *preview {
+func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) (string, bool), sel *pricing.Selection, sendSize func(*engine.Node) (steps.SendSize, error)) *preview {
 	p := g.Plan
 	pv := &preview{Instances: []previewInstance{}, Steps: []previewStep{}, Secrets: []previewSecret{}, Warnings: []diagnosticJSON{}, nodes: map[string][]string{}}
 	for _, in := range p.Instances {
@@ -169,7 +169,7 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 		}
 		if c := sel.For(in.Name); c != nil {
 			pi.Type = strings.Join(c.Chain, ",")
-			pi.Filters = runner.DescribeFilter(c.Filter)
+			pi.Filters = pricing.DescribeFilter(c.Filter)
 			for _, t := range c.Chain {
 				po := previewOffer{Type: t}
 				if o, ok := c.Offer(t); ok {
@@ -244,7 +244,7 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 	}
 	pv.Summary.Nodes = len(g.Nodes)
 	if len(sel.Instances) > 0 || p.Budget.MaxCost > 0 || p.Budget.MaxDuration > 0 {
-		e := runner.Estimated(g, sel)
+		e := pricing.Estimated(g, sel)
 		c := &previewCost{Currency: "USD", PerHour: e.PerHour, Instances: e.Instances, UnboundedWaits: e.Unbounded,
 			Minimum: e.Min, Unpriced: e.Unpriced, UnpricedReason: sel.Unpriced, BrevNotRun: sel.NotRun, MaxCost: p.Budget.MaxCost}
 		if len(e.Unbounded) == 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/internal/progress"
+	"github.com/taoflow/taoflow/pricing"
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 )
@@ -100,7 +101,7 @@ type runJSON struct {
 	Results *runner.ResultTable `json:"results,omitempty"`
 	// Cost is what its created brev instances cost, at list prices
 	// (status RUN only; absent when it created none).
-	Cost *runner.RunCost `json:"cost,omitempty"`
+	Cost *pricing.RunCost `json:"cost,omitempty"`
 }
 
 // nodeStatusJSON is a node as status --json prints it: its facts as JSON values
@@ -276,7 +277,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	if rf.csv {
 		return writeResultsCSV(w, results)
 	}
-	cost, err := runner.Costs(ctx, store, r.ID, time.Now())
+	cost, err := pricing.Costs(ctx, store, r.ID, time.Now())
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/platform"
+	"github.com/taoflow/taoflow/pricing"
 	"github.com/taoflow/taoflow/runner"
 )
 
@@ -253,8 +254,8 @@ type liveView struct {
 	started time.Time
 	// costs, when set, says what the created instances have cost so far;
 	// asked at most every costEvery, its last answer shown in a line.
-	costs     func() (runner.RunCost, error)
-	cost      *runner.RunCost
+	costs     func() (pricing.RunCost, error)
+	cost      *pricing.RunCost
 	costAsked time.Time
 }
 
@@ -329,7 +330,7 @@ func (v *liveView) redraw() {
 
 // showCosts has the view ask costs what the created instances have cost
 // so far (at most every costEvery) and show its last answer.
-func (v *liveView) showCosts(costs func() (runner.RunCost, error)) {
+func (v *liveView) showCosts(costs func() (pricing.RunCost, error)) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.costs = costs
@@ -457,7 +458,7 @@ func elapsed(d time.Duration) string {
 
 // printCostLines prints, at the end of a run, what each created instance
 // cost and its GPU-idle time, then the total.
-func printCostLines(w io.Writer, c *runner.RunCost) {
+func printCostLines(w io.Writer, c *pricing.RunCost) {
 	if c == nil {
 		return
 	}
@@ -468,7 +469,7 @@ func printCostLines(w io.Writer, c *runner.RunCost) {
 
 // costLines says what each created instance cost (uptime × list price) and
 // how long it was GPU-idle, then the total.
-func costLines(c *runner.RunCost) []string {
+func costLines(c *pricing.RunCost) []string {
 	var lines []string
 	for _, i := range c.Instances {
 		price, cost := "price unknown", "cost unknown"

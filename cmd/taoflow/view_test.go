@@ -8,7 +8,7 @@ import (
 
 	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/plan"
-	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/pricing"
 )
 
 func TestLiveViewTable(t *testing.T) {
@@ -34,8 +34,8 @@ steps:
 	v := newLiveView(&out, g, func() (int, int) { return 100, 30 })
 	price, cost := 3.29, 0.0548
 	v.mu.Lock()
-	v.costs = func() (runner.RunCost, error) {
-		return runner.RunCost{Total: cost, Instances: []runner.InstanceCost{{Instance: "a", PricePerHour: &price, UptimeSeconds: 60, Cost: &cost}}}, nil
+	v.costs = func() (pricing.RunCost, error) {
+		return pricing.RunCost{Total: cost, Instances: []pricing.InstanceCost{{Instance: "a", PricePerHour: &price, UptimeSeconds: 60, Cost: &cost}}}, nil
 	}
 	v.mu.Unlock()
 	now := time.Now()

@@ -1,4 +1,4 @@
-package runner
+package pricing
 
 import (
 	"testing"
@@ -23,7 +23,7 @@ func TestOverBudget(t *testing.T) {
 		"no limits":    {plan.Budget{}, 1e6, 1e6 * time.Hour, ""},
 		"cost only":    {plan.Budget{MaxCost: 1}, 0.5, 1e6 * time.Hour, ""},
 	} {
-		if got := overBudget(c.b, c.cost, c.age); got != c.want {
+		if got := OverBudget(c.b, c.cost, c.age); got != c.want {
 			t.Errorf("%s: %q, want %q", name, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package runner
+package pricing
 
 import (
 	"context"
@@ -13,17 +13,17 @@ import (
 )
 
 // Keys of the cost facts: on an instance resource's data (and Attrs),
-// and on nodes.
+// and on nodes. runner records them; Costs reads them.
 const (
-	// dataBilledFrom is when the run asked for the instance (its intent,
+	// DataBilledFrom is when the run asked for the instance (its intent,
 	// just before `brev create`): billing is counted from then.
-	dataBilledFrom = "billed_from"
-	// dataPrice is the created type's list price, dollars per hour (the
+	DataBilledFrom = "billed_from"
+	// DataPrice is the created type's list price, dollars per hour (the
 	// platform's Attrs "price_per_hour").
-	dataPrice = "price_per_hour"
-	// factUses is a node's step kind, so that what a job ran can be told
+	DataPrice = "price_per_hour"
+	// FactUses is a node's step kind, so that what a job ran can be told
 	// without the plan.
-	factUses = "uses"
+	FactUses = "uses"
 )
 
 // InstanceCost is what one instance the run created has cost so far,
@@ -83,7 +83,7 @@ func Costs(ctx context.Context, store *state.Store, run string, now time.Time) (
 			continue
 		}
 		ic := InstanceCost{Instance: r.Instance, Ref: r.Data["ref"], Type: r.Data["type"], State: r.State, BilledFrom: r.CreatedAt}
-		if t, err := time.Parse(time.RFC3339Nano, r.Data[dataBilledFrom]); err == nil {
+		if t, err := time.Parse(time.RFC3339Nano, r.Data[DataBilledFrom]); err == nil {
 			ic.BilledFrom = t
 		}
 		end := now
@@ -105,7 +105,7 @@ func Costs(ctx context.Context, store *state.Store, run string, now time.Time) (
 		}
 		ic.UptimeSeconds = up.Seconds()
 		ic.IdleSeconds = (up - busy(nodes, r.Instance, ic.BilledFrom, end)).Seconds()
-		if p, err := strconv.ParseFloat(r.Data[dataPrice], 64); err == nil {
+		if p, err := strconv.ParseFloat(r.Data[DataPrice], 64); err == nil {
 			cost := p * up.Hours()
 			ic.PricePerHour, ic.Cost = &p, &cost
 			out.Total += cost
@@ -145,7 +145,7 @@ func busy(nodes []state.Node, instance string, from, to time.Time) time.Duration
 		if n.Instance != instance || n.StartedAt.IsZero() {
 			continue
 		}
-		if u := n.Facts[factUses]; u != plan.KindRun && u != plan.KindWait {
+		if u := n.Facts[FactUses]; u != plan.KindRun && u != plan.KindWait {
 			continue
 		}
 		end := n.EndedAt
@@ -180,11 +180,6 @@ func busy(nodes []state.Node, instance string, from, to time.Time) time.Duration
 		total += cur.b.Sub(cur.a)
 	}
 	return total
-}
-
-// Costs is what the run's created instances have cost so far (Costs).
-func (a *Apply) Costs(ctx context.Context) (RunCost, error) {
-	return Costs(ctx, a.store, a.ID, time.Now())
 }
 
 // UnpricedNote is what a cost total leaves out, to follow it: " + 2
