@@ -10,7 +10,8 @@
 // uploads and deletes). A run step's command is read with a shell parser
 // (mvdan.cc/sh) so that every ${{ }} stands where its value, substituted as
 // one quoted word, stays one word (shell.go); a container's command must be
-// nothing but words. Problems are Diagnostics, rendered once at the edge as
+// nothing but words, each within the kernel's argument limit (argv.go).
+// Problems are Diagnostics, rendered once at the edge as
 // "plan.yaml:12:7: error: message".
 //
 // The package does no I/O beyond reading the plan file; expanding a plan
