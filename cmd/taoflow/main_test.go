@@ -22,6 +22,14 @@ import (
 
 // TestMain lets the test binary act as the taoflow command inside scripts.
 func TestMain(m *testing.M) {
+	if os.Getenv("XDG_STATE_HOME") == "" {
+		// The Go tests' applies add their states to an index of their
+		// own, not to that of the user running the tests (the brev tests
+		// set HOME instead: brevEnv).
+		if dir, err := os.MkdirTemp("", "taoflow-xdg-state-"); err == nil {
+			os.Setenv("XDG_STATE_HOME", dir)
+		}
+	}
 	testscript.Main(m, map[string]func(){
 		"taoflow": func() {
 			code := exitCode(run(context.Background(), os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}), os.Stderr)
@@ -43,6 +51,9 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("EXAMPLES", wd+"/../../examples/plans")
 			env.Setenv("SCHEMA", wd+"/../../schema/taoflow.schema.json")
+			// The index of states (and the brev ledger) of each script is
+			// its own, not the user's running the tests.
+			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/.xdg-state")
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
