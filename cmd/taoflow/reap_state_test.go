@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/taoflow/taoflow/platform/brev/brevtest"
-	"github.com/taoflow/taoflow/runner"
-	"github.com/taoflow/taoflow/state"
 )
 
 // TestReapOtherState: reap, run from a directory whose state knows nothing,
@@ -27,8 +25,13 @@ func TestReapOtherState(t *testing.T) {
 	brevCreateRecorded(t, f, kept)
 	brevCreateRecorded(t, f, lost)
 	recordBrevInstance(t, other, run, "", "gpu", kept, true)
-	// What apply does when it uses a state.
-	if err := state.Remember(state.IndexFile(os.Getenv), filepath.Join(other, ".taoflow")); err != nil {
+	// What apply writes when it uses a state: a line in the index of
+	// states under the (fake) HOME.
+	index := filepath.Join(f.Home, ".local", "state", "taoflow", "states")
+	if err := os.MkdirAll(filepath.Dir(index), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(index, []byte(`{"dir":"`+filepath.Join(other, ".taoflow")+`"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".taoflow")); err == nil {
@@ -57,7 +60,7 @@ func TestReapOtherState(t *testing.T) {
 	}
 	code, out, errOut := applyCLI(t, "reap", "--only", "brev", "--json")
 	r := reapJSONOf(t, out)
-	if code != 0 || len(r.NotReaped) != 1 || r.NotReaped[0].Reason != runner.ReasonOtherState || r.NotReaped[0].Why != why {
+	if code != 0 || len(r.NotReaped) != 1 || r.NotReaped[0].Reason != "other-state" || r.NotReaped[0].Why != why {
 		t.Errorf("reap --json: exit %d, %+v\n%s", code, r.NotReaped, errOut)
 	}
 	code, out, errOut = applyCLI(t, "reap", "--name", kept, "--yes")
