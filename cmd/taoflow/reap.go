@@ -38,7 +38,10 @@ deletes it with --yes. It looks at:
   - Docker containers labelled taoflow.run=<run> on this machine, and with
     --plan PLAN on the ssh hosts and existing brev instances PLAN names.
 
-What the state in --state records is left alone. So are the brev instances
+What the state in --state records is left alone, and so is what the runs of
+the other states in this user's index of states ($XDG_STATE_HOME/taoflow/states,
+written by apply) record: reap says which run it belongs to and where
+("belongs to run X in DIR: resume or destroy it there"). So are the brev instances
 of runs whose apply is running on this machine (announced in the user's cache
 directory), and the containers of runs whose apply process is alive on this
 machine (their taoflow.owner label), whatever their state directory:
