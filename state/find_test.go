@@ -108,7 +108,9 @@ func TestIndexRememberAndTolerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("not json\n{\"dir\":\"relative\"}\n")
+	if _, err := f.WriteString("not json\n{\"dir\":\"relative\"}\n"); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 	if err := os.RemoveAll(a); err != nil {
 		t.Fatal(err)

@@ -114,7 +114,7 @@ func rememberLocked(f *os.File, index, abs string) (again bool, err error) {
 	w := bufio.NewWriter(tmp)
 	for _, d := range keep {
 		b, _ := json.Marshal(indexEntry{Dir: d})
-		w.Write(append(b, '\n'))
+		_, _ = w.Write(append(b, '\n')) // an error stays in w: Flush returns it
 	}
 	if err := w.Flush(); err != nil {
 		tmp.Close()
