@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -51,9 +52,7 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("EXAMPLES", wd+"/../../examples/plans")
 			env.Setenv("SCHEMA", wd+"/../../schema/taoflow.schema.json")
-			// The index of states (and the brev ledger) of each script is
-			// its own, not the user's running the tests.
-			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/.xdg-state")
+			isolateState(env)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -92,6 +91,13 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
 	}
+}
+
+// isolateState gives a script an index of states (and a brev ledger) of
+// its own, beside its working directory (not in it: records scripts send
+// their working directory), not the user's running the tests.
+func isolateState(env *testscript.Env) {
+	env.Setenv("XDG_STATE_HOME", filepath.Join(filepath.Dir(env.WorkDir), filepath.Base(env.WorkDir)+"-xdg-state"))
 }
 
 // waitfile PATH [SECONDS]: wait until PATH exists (default 30s).
