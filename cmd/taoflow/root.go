@@ -143,7 +143,7 @@ func newRoot(io stdio) *cobra.Command {
 var stateCommands = map[string]bool{"apply": true, "status": true, "results": true, "logs": true,
 	"destroy": true, "cancel": true, "reap": true}
 
-// resolveState sets g.stateDir (docs/design.md §7, "Which state"): --state
+// resolveState sets g.stateDir (docs/design.md §7.6): --state
 // when given; else $TAOFLOW_STATE; else the nearest .taoflow in the
 // working directory or a parent of it that is this user's
 // (state.Find); else .taoflow, which apply creates in the working
