@@ -26,6 +26,10 @@ import (
 // Docker engine.
 type ReapConfig struct {
 	StateDir string // what its state records is left alone
+	// OtherStates are other state directories of this user (the index of
+	// states, state.Indexed): what their runs record is left too, and said
+	// to belong to that run there (ReasonOtherState).
+	OtherStates []string
 	// Plans are plan files whose ssh hosts and existing brev instances are
 	// looked at too.
 	Plans []string
@@ -81,6 +85,9 @@ const (
 	ReasonUnrecorded = "unrecorded"
 	// ReasonInState: the state in --state records it (taoflow destroy).
 	ReasonInState = "in-state"
+	// ReasonOtherState: another state directory of this user (the index
+	// of states) records it: resume or destroy the run there.
+	ReasonOtherState = "other-state"
 	// ReasonLiveRun: a run whose apply is alive on this machine owns it.
 	ReasonLiveRun = "live-run"
 	// ReasonOtherHost: a container of a run driven from another machine.
@@ -133,12 +140,28 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 	}
 	liveHere := LiveNames()
 	r := &Reaper{}
+	elsewhere := map[string]elsewhereRun{}
+	for _, dir := range cfg.OtherStates {
+		k, l, err := knownResources(ctx, dir)
+		if err != nil {
+			r.Problems = append(r.Problems, fmt.Errorf("the state in %s (in the index of states) could not be read, so what its runs made may be listed as leftovers: %w", dir, err))
+			continue
+		}
+		for name, run := range k {
+			if _, ok := elsewhere[name]; !ok {
+				elsewhere[name] = elsewhereRun{run: run, dir: dir}
+			}
+		}
+		for run := range l {
+			live[run] = true
+		}
+	}
 	// The ssh control directories dead runs left, long untouched.
 	ssh.Sweep("")
 
 	// Brev instances named by taoflow.
 	if bin := cfg.BrevBinary; cfg.Only != ReapContainers && (bin != "" || haveProgram("brev")) {
-		if err := r.reapBrev(ctx, cfg, known, liveHere); err != nil {
+		if err := r.reapBrev(ctx, cfg, known, elsewhere, liveHere); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -187,6 +210,10 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 					Why: "it belongs to run " + run + " in the state", Command: "taoflow destroy " + run})
 				continue
 			}
+			if e, ok := elsewhere["job:"+c.Name]; ok {
+				r.NotReaped = append(r.NotReaped, e.orphan(Orphan{Kind: "container", Name: c.Name, Detail: detail}))
+				continue
+			}
 			if owner, _, _ := strings.Cut(c.Owner, ":"); owner != "" && owner != me {
 				r.NotReaped = append(r.NotReaped, Orphan{Kind: "container", Name: c.Name, Detail: detail, Reason: ReasonOtherHost,
 					Why: "it belongs to a run driven from " + owner + "; reap it there"})
@@ -203,7 +230,7 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 // NotReaped (see ReapConfig.Names, Unrecorded). A request that cannot be
 // met as given (--name of an instance that is not a leftover, --unrecorded
 // under an API key) is a *RefusedError; a listing that fails is a Problem.
-func (r *Reaper) reapBrev(ctx context.Context, cfg ReapConfig, known map[string]string, liveHere map[string]string) error {
+func (r *Reaper) reapBrev(ctx context.Context, cfg ReapConfig, known map[string]string, elsewhere map[string]elsewhereRun, liveHere map[string]string) error {
 	var err error
 	named := map[string]bool{}
 	for _, n := range cfg.Names {
@@ -257,6 +284,13 @@ func (r *Reaper) reapBrev(ctx context.Context, cfg ReapConfig, known map[string]
 			r.NotReaped = append(r.NotReaped, o)
 			continue
 		}
+		if e, ok := elsewhere["brev:"+in.Ref]; ok {
+			if isNamed {
+				return refused(fmt.Errorf("--name %s: it belongs to run %s in %s: resume or destroy it there (%s)", in.Ref, e.run, e.dir, e.destroy()))
+			}
+			r.NotReaped = append(r.NotReaped, e.orphan(o))
+			continue
+		}
 		if run, ok := liveHere[in.Ref]; ok {
 			if isNamed {
 				return refused(fmt.Errorf("--name %s: it belongs to run %s, whose apply is running on this machine; stop that with taoflow cancel %s", in.Ref, run, run))
@@ -282,6 +316,21 @@ func (r *Reaper) reapBrev(ctx context.Context, cfg ReapConfig, known map[string]
 		}
 	}
 	return nil
+}
+
+// elsewhereRun is the run, in another state directory of this user, that
+// accounts for a leftover.
+type elsewhereRun struct{ run, dir string }
+
+// destroy is the command that removes the run's resources from its state.
+func (e elsewhereRun) destroy() string {
+	return "taoflow destroy " + e.run + " --state " + shellquote.Quote(e.dir)
+}
+
+// orphan is o, left because it belongs to e.
+func (e elsewhereRun) orphan(o Orphan) Orphan {
+	o.Reason, o.Why, o.Command = ReasonOtherState, "it belongs to run "+e.run+" in "+e.dir+": resume or destroy it there", e.destroy()
+	return o
 }
 
 // unrecordedWhy says why a tf-* brev instance no state accounts for and

@@ -245,6 +245,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		return err
 	}
 	defer a.Close()
+	rememberState(errOut, g.stateDir)
 	view := redactedView{newView(f.output, out, errOut, sio.out, a.ID, a.Graph, func() (pricing.RunCost, error) { return a.Costs(parent) }), red}
 	view.Start(applyStart{RunID: a.ID, Plan: path, Resumed: prior != nil, DoneBefore: len(a.Done), Nodes: len(a.Graph.Nodes),
 		Instances: len(p.Instances), StateDir: g.stateDir})

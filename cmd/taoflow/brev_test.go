@@ -44,6 +44,8 @@ func brevEnv(t testing.TB, opts brevtest.Options) (*brevtest.Fake, string) {
 	// An instance cut off is tried four times all the same, without
 	// waiting seconds in between.
 	t.Setenv("TAOFLOW_RETRY_BACKOFF", "10ms")
+	// The brev ledger and the index of states under the fake HOME.
+	t.Setenv("XDG_STATE_HOME", "")
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Cleanup(func() {

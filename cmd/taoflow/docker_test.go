@@ -37,6 +37,7 @@ func TestDockerScripts(t *testing.T) {
 	params := testscript.Params{
 		Dir: "testdata/docker",
 		Setup: func(env *testscript.Env) error {
+			isolateState(env)
 			wd, err := os.Getwd()
 			if err != nil {
 				return err

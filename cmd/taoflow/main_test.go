@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,6 +23,14 @@ import (
 
 // TestMain lets the test binary act as the taoflow command inside scripts.
 func TestMain(m *testing.M) {
+	if os.Getenv("XDG_STATE_HOME") == "" {
+		// The Go tests' applies add their states to an index of their
+		// own, not to that of the user running the tests (the brev tests
+		// set HOME instead: brevEnv).
+		if dir, err := os.MkdirTemp("", "taoflow-xdg-state-"); err == nil {
+			os.Setenv("XDG_STATE_HOME", dir)
+		}
+	}
 	testscript.Main(m, map[string]func(){
 		"taoflow": func() {
 			code := exitCode(run(context.Background(), os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}), os.Stderr)
@@ -43,6 +52,7 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("EXAMPLES", wd+"/../../examples/plans")
 			env.Setenv("SCHEMA", wd+"/../../schema/taoflow.schema.json")
+			isolateState(env)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -81,6 +91,13 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", strings.Join(args[1:], " "), got, want)
 	}
+}
+
+// isolateState gives a script an index of states (and a brev ledger) of
+// its own, beside its working directory (not in it: records scripts send
+// their working directory), not the user's running the tests.
+func isolateState(env *testscript.Env) {
+	env.Setenv("XDG_STATE_HOME", filepath.Join(filepath.Dir(env.WorkDir), filepath.Base(env.WorkDir)+"-xdg-state"))
 }
 
 // waitfile PATH [SECONDS]: wait until PATH exists (default 30s).

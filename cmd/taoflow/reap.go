@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/runner"
+	"github.com/taoflow/taoflow/state"
 )
 
 type reapFlags struct {
@@ -35,7 +38,10 @@ deletes it with --yes. It looks at:
   - Docker containers labelled taoflow.run=<run> on this machine, and with
     --plan PLAN on the ssh hosts and existing brev instances PLAN names.
 
-What the state in --state records is left alone. So are the brev instances
+What the state in --state records is left alone, and so is what the runs of
+the other states in this user's index of states ($XDG_STATE_HOME/taoflow/states,
+written by apply) record: reap says which run it belongs to and where
+("belongs to run X in DIR: resume or destroy it there"). So are the brev instances
 of runs whose apply is running on this machine (announced in the user's cache
 directory), and the containers of runs whose apply process is alive on this
 machine (their taoflow.owner label), whatever their state directory:
@@ -115,12 +121,16 @@ func reap(ctx context.Context, sio stdio, g *globals, f reapFlags) error {
 			return usageError(fmt.Errorf("--name %q: reap deletes only the instances taoflow names, %s… (delete another with brev delete)", escapeControls(n), brev.Prefix))
 		}
 	}
-	r, err := runner.Reap(ctx, runner.ReapConfig{StateDir: g.stateDir, Plans: f.plans, BrevBinary: f.binary, Only: f.only, TransientBackoff: g.transientBackoff,
+	others, indexErr := otherStates(g.stateDir)
+	r, err := runner.Reap(ctx, runner.ReapConfig{StateDir: g.stateDir, OtherStates: others, Plans: f.plans, BrevBinary: f.binary, Only: f.only, TransientBackoff: g.transientBackoff,
 		Names: f.names, Unrecorded: f.unrecorded})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if indexErr != nil {
+		r.Problems = append(r.Problems, fmt.Errorf("the index of states could not be read, so what runs in other state directories made may be listed as leftovers: %w", indexErr))
+	}
 	w := escapeWriter{sio.err}
 	if r.Ledger != "" && !f.json {
 		fmt.Fprintf(w, "taoflow: brev instances are reaped when named tf-*, accounted for by no state or live run, and recorded in %s as created by this user's taoflow on this machine (or named with --name)\n", r.Ledger)
@@ -226,4 +236,18 @@ func reapReport(sio stdio, f reapFlags, r *runner.Reaper) error {
 		fmt.Fprintf(w, "not searched: %s\n", n)
 	}
 	return nil
+}
+
+// otherStates are the state directories in this user's index of states
+// other than dir.
+func otherStates(dir string) ([]string, error) {
+	own, _ := filepath.Abs(dir)
+	indexed, err := state.Indexed(state.IndexFile(os.Getenv))
+	var out []string
+	for _, d := range indexed {
+		if d != own {
+			out = append(out, d)
+		}
+	}
+	return out, err
 }

@@ -76,6 +76,7 @@ func TestRecordsScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/records",
 		Setup: func(env *testscript.Env) error {
+			isolateState(env)
 			trainerOnce.Do(func() {
 				dir, err := os.MkdirTemp("", "taoflow-trainer-")
 				if err != nil {

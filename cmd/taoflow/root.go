@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/schema"
@@ -17,7 +19,11 @@ import (
 
 // globals are the flags every command has.
 type globals struct {
+	// stateDir is the state directory the command reads (resolveState).
 	stateDir string
+	// stateFound: stateDir was found in a parent of the working
+	// directory (it is absolute then).
+	stateFound bool
 	// transientBackoff is the pause before a command whose connection
 	// failed before it ran is tried again (env TAOFLOW_RETRY_BACKOFF;
 	// 0: steps.DefaultTransientBackoff).
@@ -96,11 +102,7 @@ func newRoot(io stdio) *cobra.Command {
 	root.SetIn(io.in)
 	root.SetOut(io.out)
 	root.SetErr(io.err)
-	defState := os.Getenv("TAOFLOW_STATE")
-	if defState == "" {
-		defState = ".taoflow"
-	}
-	root.PersistentFlags().StringVar(&g.stateDir, "state", defState, "state directory (env TAOFLOW_STATE)")
+	root.PersistentFlags().StringVar(&g.stateDir, "state", "", "state `DIR` (default: env TAOFLOW_STATE, else the nearest .taoflow in the working directory or a parent, else ./.taoflow)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError(err)
 	})
@@ -125,11 +127,44 @@ func newRoot(io stdio) *cobra.Command {
 		if err := g.fromEnv(); err != nil {
 			return err
 		}
+		g.resolveState(c.Flags())
+		if g.stateFound && stateCommands[c.Name()] {
+			fmt.Fprintf(escapeWriter{io.err}, "taoflow: using the state in %s (found above the working directory)\n", g.stateDir)
+		}
 		return resolve(c, args)
 	}
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
 	return root
+}
+
+// stateCommands are the commands that read or write the state: they say
+// which state they use when it was found in a parent directory.
+var stateCommands = map[string]bool{"apply": true, "status": true, "results": true, "logs": true,
+	"destroy": true, "cancel": true, "reap": true}
+
+// resolveState sets g.stateDir (docs/design.md §7.6): --state
+// when given; else $TAOFLOW_STATE; else the nearest .taoflow in the
+// working directory or a parent of it that is this user's
+// (state.Find); else .taoflow, which apply creates in the working
+// directory.
+func (g *globals) resolveState(flags *pflag.FlagSet) {
+	g.stateFound = false
+	if f := flags.Lookup("state"); f != nil && f.Changed && g.stateDir != "" {
+		return
+	}
+	if env := os.Getenv("TAOFLOW_STATE"); env != "" {
+		g.stateDir = env
+		return
+	}
+	g.stateDir = state.DirName
+	cwd, err := os.Getwd()
+	if err != nil {
+		return
+	}
+	if dir, ok := state.Find(cwd, state.Mine); ok && filepath.Dir(dir) != cwd {
+		g.stateDir, g.stateFound = dir, true
+	}
 }
 
 // rootLong is the root command's help. Its list of step kinds, and each
@@ -173,6 +208,14 @@ interrupted (teardown done).
 Commands that print data take --json (-o json is the same); apply takes
 --output json (or --json, -o json). Their schemas: docs/json.md.
 
+The state (runs, their resources and logs) is read from --state DIR, else
+$TAOFLOW_STATE, else the nearest .taoflow directory in the working directory
+or one of its parents (as git finds .git; the search stops at a parent that
+is not yours), else ./.taoflow, which apply creates. A command says which
+state it uses when it found one in a parent. apply records each state it
+uses in $XDG_STATE_HOME/taoflow/states, so that 'status --all' lists every
+state's runs and reap knows which leftovers belong to a run elsewhere.
+
 Environment: TAOFLOW_STATE is --state's default; TAOFLOW_RETRY_BACKOFF (a
 duration, default 1s) is the pause before a remote command whose connection
 failed before it ran is tried again, doubled before each later try;
@@ -195,6 +238,7 @@ func runCompletion(g *globals, nodes bool) func(*cobra.Command, []string, string
 		if len(args) > 1 || (len(args) == 1 && !nodes) {
 			return nil, none
 		}
+		g.resolveState(cmd.Flags())
 		store, err := state.OpenReadOnly(g.stateDir)
 		if err != nil {
 			return nil, none

@@ -35,6 +35,7 @@ func TestSSHScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/ssh",
 		Setup: func(env *testscript.Env) error {
+			isolateState(env)
 			env.Setenv("HOME_A", homes["box-a"])
 			env.Setenv("HOME_B", homes["box-b"])
 			env.Setenv("HOME_H", homes["box-h"])

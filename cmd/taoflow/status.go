@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -23,6 +26,7 @@ import (
 func newStatusCmd(sio stdio, g *globals) *cobra.Command {
 	var (
 		asJSON  bool
+		all     bool
 		tagArgs []string
 		rf      resultFlags
 	)
@@ -36,6 +40,12 @@ progress — and every resource (instance, job) that may still exist, then
 the run's name, tags and provenance (git commit, who ran it, image
 digests) and its results table (see 'taoflow results'; --sort METRIC,
 --csv). --tag KEY=VALUE lists only the runs with that tag.
+
+The state is --state, else $TAOFLOW_STATE, else the nearest .taoflow in the
+working directory or a parent (said on stderr when it is a parent's). --all
+lists the runs of every state apply has used, newest first, each with its
+state directory: the index of states in $XDG_STATE_HOME/taoflow/states
+(else ~/.local/state/taoflow/states), plus this one.
 
 It reads the state while an apply is writing it, so it can watch a run in
 progress. --json prints the same as one JSON object for scripts.`,
@@ -53,8 +63,21 @@ progress. --json prints the same as one JSON object for scripts.`,
 			if len(tags) > 0 && len(args) > 0 {
 				return usageError(fmt.Errorf("--tag filters the list of runs; give it without RUN"))
 			}
+			if all && len(args) > 0 {
+				return usageError(fmt.Errorf("--all lists the runs of every state; give it without RUN (status RUN --state DIR shows one)"))
+			}
 			if asJSON && rf.csv {
 				return usageError(fmt.Errorf("--json and --csv can't both be given"))
+			}
+			if all {
+				dirs, err := allStates(g)
+				if err != nil {
+					fmt.Fprintf(escapeWriter{sio.err}, "taoflow: the index of states: %v\n", err)
+				}
+				if lerr := listAllRuns(ctx, sio.out, sio.err, dirs, asJSON, tags); lerr != nil || err != nil {
+					return cmp.Or(lerr, silent(exitFailed))
+				}
+				return nil
 			}
 			store, err := openState(g.stateDir)
 			if err != nil {
@@ -79,6 +102,7 @@ progress. --json prints the same as one JSON object for scripts.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "list the runs of every state directory apply has used (this user's index of states)")
 	cmd.Flags().StringVar(&rf.sort, "sort", "", "sort the results table by `METRIC`, best first")
 	cmd.Flags().BoolVar(&rf.csv, "csv", false, "print the run's results table as CSV")
 	cmd.Flags().StringArrayVar(&tagArgs, "tag", nil, "list only the runs tagged `KEY=VALUE` (repeatable: all must match)")
@@ -91,6 +115,8 @@ type runJSON struct {
 	// RunRecord adds run_name, tags and provenance.
 	state.RunRecord
 	Alive bool `json:"apply_alive"`
+	// StateDir is the run's state directory (status --all only).
+	StateDir string `json:"state_dir,omitempty"`
 	// ApplyGone: the state says running, but its apply died; Next are the
 	// commands that go on from there.
 	ApplyGone bool             `json:"apply_gone,omitempty"`
@@ -195,29 +221,111 @@ func findRun(ctx context.Context, dir, id string) (state.Run, error) {
 	return runner.FindRun(ctx, store, id)
 }
 
+// listedRun is a run as the list of runs shows it.
+type listedRun struct {
+	run   state.Run
+	rec   state.RunRecord
+	alive []state.Resource
+	dir   string // its state directory (status --all)
+}
+
+// storeRuns are the runs of store (nil: there is no state) that carry
+// tags, newest first; dir is recorded in each.
+func storeRuns(ctx context.Context, store *state.Store, dir string, tags map[string]string) ([]listedRun, error) {
+	if store == nil {
+		return nil, nil
+	}
+	runs, err := store.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	records, err := store.RunRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []listedRun
+	for _, r := range runs {
+		if !matchTags(records[r.ID].Tags, tags) {
+			continue
+		}
+		alive, err := store.Alive(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, listedRun{run: r, rec: records[r.ID], alive: alive, dir: dir})
+	}
+	return out, nil
+}
+
 // listRuns lists the runs of store (nil: there is no state).
 func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool, tags map[string]string) error {
-	var runs []state.Run
-	records := map[string]state.RunRecord{}
-	if store != nil {
-		var err error
-		if runs, err = store.Runs(ctx); err != nil {
-			return err
+	runs, err := storeRuns(ctx, store, "", tags)
+	if err != nil {
+		return err
+	}
+	return printRuns(w, runs, asJSON, tags, false)
+}
+
+// listAllRuns lists the runs of every state in dirs (status --all),
+// newest first, each with its state directory. A state that cannot be
+// read is said on errw and skipped; the command then exits 1.
+func listAllRuns(ctx context.Context, w, errw io.Writer, dirs []string, asJSON bool, tags map[string]string) error {
+	var runs []listedRun
+	failed := false
+	for _, dir := range dirs {
+		store, err := openState(dir)
+		if err == nil && store != nil {
+			var some []listedRun
+			some, err = storeRuns(ctx, store, dir, tags)
+			store.Close()
+			runs = append(runs, some...)
 		}
-		if records, err = store.RunRecords(ctx); err != nil {
-			return err
+		if err != nil {
+			failed = true
+			fmt.Fprintf(escapeWriter{errw}, "taoflow: skipping the state in %s: %v\n", dir, err)
 		}
 	}
-	runs = slices.DeleteFunc(runs, func(r state.Run) bool { return !matchTags(records[r.ID].Tags, tags) })
+	slices.SortStableFunc(runs, func(a, b listedRun) int { return b.run.StartedAt.Compare(a.run.StartedAt) })
+	if err := printRuns(w, runs, asJSON, tags, true); err != nil {
+		return err
+	}
+	if failed {
+		return silent(exitFailed)
+	}
+	return nil
+}
+
+// allStates are the state directories status --all reads: the
+// command's own (when it exists), then those in this user's index of
+// states, each once.
+func allStates(g *globals) ([]string, error) {
+	var dirs []string
+	seen := map[string]bool{}
+	add := func(d string) {
+		if abs, err := filepath.Abs(d); err == nil && !seen[abs] {
+			seen[abs] = true
+			dirs = append(dirs, abs)
+		}
+	}
+	if fi, err := os.Stat(g.stateDir); err == nil && fi.IsDir() {
+		add(g.stateDir)
+	}
+	indexed, err := state.Indexed(state.IndexFile(os.Getenv))
+	for _, d := range indexed {
+		add(d)
+	}
+	return dirs, err
+}
+
+// printRuns prints runs as status lists them; withDir adds each one's
+// state directory.
+func printRuns(w io.Writer, runs []listedRun, asJSON bool, tags map[string]string, withDir bool) error {
 	if asJSON {
 		out := []runJSON{}
 		for _, r := range runs {
-			alive, err := store.Alive(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			j := newRunJSON(r, alive)
-			j.RunRecord = records[r.ID]
+			j := newRunJSON(r.run, r.alive)
+			j.RunRecord = r.rec
+			j.StateDir = r.dir
 			out = append(out, j)
 		}
 		return writeJSON(w, out)
@@ -231,15 +339,22 @@ func listRuns(ctx context.Context, w io.Writer, store *state.Store, asJSON bool,
 		return nil
 	}
 	tw := tabwriter.NewWriter(escapeWriter{w}, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE\tNAME\tTAGS")
-	for _, r := range runs {
-		alive, _ := store.Alive(ctx, r.ID)
+	head := "RUN\tPLAN\tSTATE\tSTARTED\tTIME\tALIVE\tNAME\tTAGS"
+	if withDir {
+		head += "\tSTATE DIRECTORY"
+	}
+	fmt.Fprintln(tw, head)
+	for _, lr := range runs {
+		r := lr.run
 		st := r.State
 		if runner.ApplyGone(r) {
 			st += " (apply gone)"
 		}
-		rec := records[r.ID]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Name, st, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r), len(alive), rec.Label, formatTags(rec.Tags))
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s", r.ID, r.Name, st, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runTime(r), len(lr.alive), lr.rec.Label, formatTags(lr.rec.Tags))
+		if withDir {
+			line += "\t" + lr.dir
+		}
+		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
 }
@@ -389,4 +504,14 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// rememberState adds the state directory dir to this user's index of
+// states (state.IndexFile), which status --all and reap read. Not being
+// able to is said, not fatal: the run goes on, unlisted.
+func rememberState(w io.Writer, dir string) {
+	index := state.IndexFile(os.Getenv)
+	if err := state.Remember(index, dir); err != nil {
+		fmt.Fprintf(escapeWriter{w}, "taoflow: could not add %s to the index of states %s (status --all and reap will not see it): %v\n", dir, index, err)
+	}
 }

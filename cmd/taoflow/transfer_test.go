@@ -117,6 +117,7 @@ func TestTransferScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/transfer",
 		Setup: func(env *testscript.Env) error {
+			isolateState(env)
 			env.Setenv("S3_ENDPOINT", s3.Endpoint)
 			env.Setenv("S3_BUCKET", bucket)
 			env.Setenv("AWS_ACCESS_KEY_ID", s3.AccessKey)
