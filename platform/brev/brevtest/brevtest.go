@@ -263,6 +263,8 @@ type Call struct {
 	// Runs counts exec's ssh runs of the remote command (a replay makes
 	// two; connection probes are not counted).
 	Runs int
+	// Env is the environment the call was started with.
+	Env []string
 	// ExitCode is 0 or 1.
 	ExitCode int
 	// Start and End bound the invocation.
@@ -288,6 +290,7 @@ func (f *Fake) Calls() []Call {
 			Refreshed:  c.Refreshed,
 			Runs:       c.Runs,
 			ExitCode:   c.ExitCode,
+			Env:        c.Env,
 			Start:      time.Unix(0, c.Start),
 			End:        time.Unix(0, c.End),
 		}

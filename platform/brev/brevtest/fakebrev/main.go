@@ -63,6 +63,7 @@ func run() (code int) {
 		call: &fakestate.Call{
 			Args:  append([]string{}, os.Args[1:]...),
 			Start: start.UnixNano(),
+			Env:   os.Environ(),
 		},
 	}
 	a.call.StdinPiped = a.stdinPiped

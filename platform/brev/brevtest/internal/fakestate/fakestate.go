@@ -433,10 +433,13 @@ type Call struct {
 	// Refreshed: the call rewrote ~/.brev/ssh_config.
 	Refreshed bool `json:"refreshed,omitempty"`
 	// Runs counts how many times exec started the remote command.
-	Runs     int   `json:"runs,omitempty"`
-	ExitCode int   `json:"exit_code"`
-	Start    int64 `json:"start_unix_nano"`
-	End      int64 `json:"end_unix_nano"`
+	Runs     int `json:"runs,omitempty"`
+	ExitCode int `json:"exit_code"`
+	// Env is the environment brev was started with (tests look for
+	// secrets in it: a process-table sampler can miss a short call).
+	Env   []string `json:"env,omitempty"`
+	Start int64    `json:"start_unix_nano"`
+	End   int64    `json:"end_unix_nano"`
 }
 
 // AppendCall adds c to the call log under the lock.
