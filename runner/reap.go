@@ -134,7 +134,7 @@ type Reaper struct {
 // containers of runs whose apply process is alive here, and containers of
 // runs driven from another machine. Close the Reaper when done.
 func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
-	known, live, err := knownResources(ctx, cfg.StateDir)
+	known, live, _, err := knownResources(ctx, cfg.StateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +142,14 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 	r := &Reaper{}
 	elsewhere := map[string]elsewhereRun{}
 	for _, dir := range cfg.OtherStates {
-		k, l, err := knownResources(ctx, dir)
+		k, l, flags, err := knownResources(ctx, dir)
 		if err != nil {
 			r.Problems = append(r.Problems, fmt.Errorf("the state in %s (in the index of states) could not be read, so what its runs made may be listed as leftovers: %w", dir, err))
 			continue
 		}
 		for name, run := range k {
 			if _, ok := elsewhere[name]; !ok {
-				elsewhere[name] = elsewhereRun{run: run, dir: dir}
+				elsewhere[name] = elsewhereRun{run: run, dir: dir, flags: flags[run]}
 			}
 		}
 		for run := range l {
@@ -319,12 +319,13 @@ func (r *Reaper) reapBrev(ctx context.Context, cfg ReapConfig, known map[string]
 }
 
 // elsewhereRun is the run, in another state directory of this user, that
-// accounts for a leftover.
-type elsewhereRun struct{ run, dir string }
+// accounts for a leftover; flags confirm the brev program and ssh config
+// its resources name (confirmFlags), as status's advice does.
+type elsewhereRun struct{ run, dir, flags string }
 
 // destroy is the command that removes the run's resources from its state.
 func (e elsewhereRun) destroy() string {
-	return "taoflow destroy " + e.run + " --state " + shellquote.Quote(e.dir)
+	return "taoflow destroy " + e.run + " --state " + shellquote.Quote(e.dir) + e.flags
 }
 
 // orphan is o, left because it belongs to e.
@@ -480,21 +481,23 @@ func dockerHosts(ctx context.Context, cfg ReapConfig) ([]*dockerHost, func(), er
 }
 
 // knownResources reads what the state in dir accounts for: "brev:NAME" and
-// "job:NAME" of every resource that may still exist, mapped to its run, and
-// the runs whose apply is alive. A missing state knows nothing.
-func knownResources(ctx context.Context, dir string) (map[string]string, map[string]bool, error) {
-	known, live := map[string]string{}, map[string]bool{}
+// "job:NAME" of every resource that may still exist, mapped to its run, the
+// runs whose apply is alive, and for each run the destroy flags that
+// confirm the brev program and ssh config its resources name
+// (confirmFlags). A missing state knows nothing.
+func knownResources(ctx context.Context, dir string) (known map[string]string, live map[string]bool, flags map[string]string, err error) {
+	known, live, flags = map[string]string{}, map[string]bool{}, map[string]string{}
 	if _, err := os.Stat(filepath.Join(dir, "state.db")); errors.Is(err, os.ErrNotExist) {
-		return known, live, nil
+		return known, live, flags, nil
 	}
 	store, err := state.OpenReadOnly(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer store.Close()
 	runs, err := store.Runs(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, r := range runs {
 		if ApplyAlive(r) {
@@ -503,9 +506,11 @@ func knownResources(ctx context.Context, dir string) (map[string]string, map[str
 	}
 	alive, err := store.AliveAll(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	datas := map[string][]map[string]string{}
 	for _, res := range alive {
+		datas[res.RunID] = append(datas[res.RunID], res.Data)
 		switch {
 		case res.Kind == state.KindInstance && res.Platform == plan.PlatformBrev:
 			name := res.Data["ref"]
@@ -517,7 +522,10 @@ func knownResources(ctx context.Context, dir string) (map[string]string, map[str
 			known["job:"+res.Name] = res.RunID
 		}
 	}
-	return known, live, nil
+	for run, d := range datas {
+		flags[run] = confirmFlags(d...)
+	}
+	return known, live, flags, nil
 }
 
 // ownerAlive reports whether owner ("HOST:PID", a container's
