@@ -1,8 +1,9 @@
+//go:build linux
+
 package ssh
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,13 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/platform"
 )
 
-// dribble writes b to w in pieces of the given sizes (cycling), each a
-// write of its own with a pause after it, so that the reader's reads
-// return short, then closes w.
-func dribble(w io.WriteCloser, b []byte, sizes ...int) {
+// dribble writes b to the pipe w in pieces of the given sizes (cycling),
+// each a write of its own that the reader has drained (the pipe holds no
+// unread byte, FIONREAD) before the next, so that the reader's reads
+// return short; then it closes w. It stops waiting once done is closed
+// (the reader has exited and will read no more).
+func dribble(w *os.File, done <-chan struct{}, b []byte, sizes ...int) {
 	defer w.Close()
 	for i := 0; len(b) > 0; i++ {
 		n := min(sizes[i%len(sizes)], len(b))
@@ -25,8 +31,31 @@ func dribble(w io.WriteCloser, b []byte, sizes ...int) {
 			return
 		}
 		b = b[n:]
-		time.Sleep(time.Millisecond)
+		drained := testrig.Within(time.Minute, func() bool {
+			select {
+			case <-done:
+				return true
+			default:
+			}
+			left, err := unix.IoctlGetInt(int(w.Fd()), unix.TIOCINQ) // FIONREAD
+			return err != nil || left == 0
+		})
+		if !drained {
+			return
+		}
 	}
+}
+
+// pipeTo gives cmd a pipe as its stdin and returns the write end; the
+// read end is closed here once cmd has started (see started).
+func pipeTo(t *testing.T, cmd *exec.Cmd) (w *os.File, started func()) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = r
+	return w, func() { _ = r.Close() }
 }
 
 // TestReadFramed runs the remote wrapper itself (no ssh), under dash and
@@ -77,15 +106,15 @@ func TestReadFramed(t *testing.T) {
 		cmd.Env = []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp}
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
-		w, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, started := pipeTo(t, cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		go dribble(w, in, sizes...)
+		started()
+		done := make(chan struct{})
+		go dribble(w, done, in, sizes...)
 		_ = cmd.Wait()
+		close(done)
 		left, _ := filepath.Glob(filepath.Join(tmp, ".taoflow-*"))
 		if len(left) > 0 {
 			t.Errorf("the wrapper left %v behind", left)
@@ -129,30 +158,27 @@ func TestReadFramed(t *testing.T) {
 		nonce := newNonce()
 		cmd := exec.Command("/bin/sh", "-c", remoteCommand(nonce, len(body)))
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + tmp}
-		w, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, started := pipeTo(t, cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		started()
 		if _, err := w.Write(body[:100]); err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(tmp, ".taoflow-"+nonce+".sh")
 		var fi os.FileInfo
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) { // a hang guard
-			if fi, err = os.Lstat(path); err == nil {
-				break
-			}
-		}
+		var err error
+		testrig.Within(time.Minute, func() bool { fi, err = os.Lstat(path); return err == nil })
 		if err != nil || fi.Mode() != 0o600 {
 			t.Errorf("the script waits in %s: %v, %v; want a regular file of mode 0600", path, fi, err)
 		}
-		go dribble(w, append(append([]byte(nil), body[100:]...), job...), 65536)
+		done := make(chan struct{})
+		go dribble(w, done, append(append([]byte(nil), body[100:]...), job...), 65536)
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("wrapper: %v", err)
 		}
+		close(done)
 		if _, err := os.Lstat(path); err == nil {
 			t.Errorf("%s is still there", path)
 		}
