@@ -92,7 +92,16 @@ type Apply struct {
 // id, or of the resumed run, under its id. Its error is the plan's
 // (*RefusedError).
 func Expand(p *plan.Plan, resume *Resumed) (*engine.Graph, error) {
-	id := NewRunID(p.Name)
+	return ExpandAs(p, resume, "")
+}
+
+// ExpandAs is Expand with the new run's id given: apply --detach picks
+// the id in the foreground and the detached process runs the plan under
+// it. An empty id is Expand's; a resumed run keeps its own id.
+func ExpandAs(p *plan.Plan, resume *Resumed, id string) (*engine.Graph, error) {
+	if id == "" {
+		id = NewRunID(p.Name)
+	}
 	if resume != nil {
 		id = resume.Run.ID
 	}
