@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // ApplyLogName is the file, in a run's directory, that holds what its
@@ -36,7 +37,7 @@ func OpenApplyLog(dir, run string) (*os.File, error) {
 	if err := mkdirPrivate(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("state: create %s: %w", filepath.Dir(path), err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
