@@ -72,7 +72,7 @@ func startDetached(sio stdio, g *globals, path string, f *applyFlags, p *plan.Pl
 	if err != nil {
 		return fmt.Errorf("apply --detach: finding this program to start it again: %w", err)
 	}
-	cmd := exec.Command(exe, detachedArgs(f, path, dir, p, prior, runID)...)
+	cmd := exec.Command(exe, detachedArgs(f.vars.cmd.Flags(), f.brev != "", path, dir, p, prior, runID)...)
 	// argv[0] as this process got it: a program that tells what to run
 	// by its name (a test binary standing for taoflow) runs the same.
 	cmd.Args[0] = os.Args[0]
@@ -123,13 +123,14 @@ func startDetached(sio stdio, g *globals, path string, f *applyFlags, p *plan.Pl
 // --detach: the flags the user gave, less those the foreground settled
 // (--detach, --yes, --output, --state, --resume, --brev-binary), which
 // it passes as settled: the run's id, the state directory (absolute),
-// the resumed run, the brev program agreed to, --yes (the user agreed,
-// or gave it) and plain output for the log.
-func detachedArgs(f *applyFlags, path, stateDir string, p *plan.Plan, prior *runner.Resumed, runID string) []string {
+// the resumed run, the brev program agreed to (brevGiven: --brev-binary,
+// which confirmProgram made p's platform.binary), --yes (the user agreed,
+// or gave it) and plain output for the log. flags are apply's, parsed.
+func detachedArgs(flags *pflag.FlagSet, brevGiven bool, path, stateDir string, p *plan.Plan, prior *runner.Resumed, runID string) []string {
 	args := []string{"apply"}
 	settled := map[string]bool{"detach": true, "yes": true, "output": true, "json": true, "state": true,
 		"resume": true, "brev-binary": true, detachedFlag: true, "detach-on-hangup": true}
-	f.vars.cmd.Flags().Visit(func(fl *pflag.Flag) {
+	flags.Visit(func(fl *pflag.Flag) {
 		if settled[fl.Name] {
 			return
 		}
@@ -145,7 +146,7 @@ func detachedArgs(f *applyFlags, path, stateDir string, p *plan.Plan, prior *run
 	if prior != nil {
 		args = append(args, "--resume="+prior.Run.ID)
 	}
-	if f.brev != "" {
+	if brevGiven {
 		args = append(args, "--brev-binary="+p.Platform.Binary)
 	} else if prog := runner.PlanBinary(p); prog != "" {
 		// The user agreed to the plan's program (confirmProgram).
