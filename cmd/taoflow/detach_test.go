@@ -1,16 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/taoflow/taoflow/engine"
 	"github.com/taoflow/taoflow/internal/testrig"
 	"github.com/taoflow/taoflow/plan"
 	"github.com/taoflow/taoflow/state"
@@ -85,4 +90,99 @@ func TestDetachedArgs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAttachFeedLiveView: what the state records of a run in progress —
+// its events (with their instance) and its nodes' logs — fed back by
+// attach into apply's live table shows each node's state, instance and
+// last line, as apply's own view would; what is logged later arrives at
+// the next read.
+func TestAttachFeedLiveView(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), ".taoflow")
+	st, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const run = "r-1"
+	if err := st.CreateRun(ctx, state.Run{ID: run, Name: "r", State: state.RunRunning, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []state.Node{
+		{RunID: run, ID: "train@gpu0", Step: "train", Instance: "gpu0", State: "running"},
+		{RunID: run, ID: "prep@gpu1", Step: "prep", Instance: "gpu1", State: "pending"},
+	} {
+		if err := st.PutNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range []state.Event{
+		{RunID: run, Type: string(engine.InstanceReady), Data: map[string]string{"instance": "gpu0"}},
+		{RunID: run, Type: string(engine.NodeStarted), Node: "train@gpu0", Data: map[string]string{"attempt": "1"}},
+		{RunID: run, Type: string(engine.NodeStarted), Node: "prep@gpu1", Data: map[string]string{"attempt": "1", "instance": "gpu1"}},
+		{RunID: run, Type: string(engine.NodeEnded), Node: "prep@gpu1", Data: map[string]string{"state": "succeeded", "exit_code": "0"}},
+	} {
+		if _, err := st.AppendEvent(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.AppendLog(run, "train@gpu0", []byte("epoch 1\nepoch 2 loss 0.5\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FlushLog(run, "train@gpu0"); err != nil {
+		t.Fatal(err)
+	}
+
+	var out syncBuffer
+	graph := &engine.Graph{Nodes: []*engine.Node{{ID: "train@gpu0", Instance: "gpu0"}, {ID: "prep@gpu1", Instance: "gpu1"}}}
+	lv := newLiveView(&out, graph, func() (int, int) { return 120, 40 })
+	view := &humanView{Observer: lv, out: &out, errOut: io.Discard}
+	f := &attachFeed{store: st, run: run, view: view, instance: map[string]string{"train@gpu0": "gpu0", "prep@gpu1": "gpu1"},
+		active: map[string]bool{"train@gpu0": true}, offsets: map[string]int64{}, partial: map[string]string{},
+		ids: []string{"train@gpu0", "prep@gpu1"}}
+	f.lp.sink = f.logLine
+	if err := f.events(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.catchUp()
+	if err := st.AppendLog(run, "train@gpu0", []byte("epoch 3 loss 0.25\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FlushLog(run, "train@gpu0"); err != nil {
+		t.Fatal(err)
+	}
+	f.logs()
+	view.Close()
+	// The last table drawn.
+	all := out.String()
+	table := all[strings.LastIndex(all, "NODE "):]
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^train@gpu0 +gpu0 +running +\S+ +epoch 3 loss 0\.25$`),
+		regexp.MustCompile(`(?m)^prep@gpu1 +gpu1 +succeeded `),
+		regexp.MustCompile(`1 running, 1 succeeded`),
+		regexp.MustCompile(`instances — gpu0: ready`),
+	} {
+		if !want.MatchString(table) {
+			t.Errorf("the live table lacks %s:\n%s", want, table)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the live view's redraw goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
