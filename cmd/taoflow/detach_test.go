@@ -186,3 +186,20 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestDetachedStartJSON: what apply --detach --json prints is what
+// docs/json.md's DetachedStart says, every field (the script
+// apply-detach.txtar checks the printed values).
+func TestDetachedStartJSON(t *testing.T) {
+	schemas := loadSchemas(t, "../../docs/json.md")
+	var b bytes.Buffer
+	if err := writeJSON(&b, detachedStart{Run: "r-1", PID: 42, Log: "/s/.taoflow/runs/r-1/apply.log"}); err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	decode(t, b.Bytes(), &v)
+	if len(v) != 3 {
+		t.Errorf("DetachedStart has %d fields, want run, pid, log: %v", len(v), v)
+	}
+	schemas.check(t, "DetachedStart", v)
+}
