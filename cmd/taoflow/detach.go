@@ -105,16 +105,16 @@ func startDetached(sio stdio, g *globals, path string, f *applyFlags, p *plan.Pl
 	if f.output == "json" {
 		return writeJSON(sio.out, detachedStart{Run: runID, PID: pid, Log: logPath})
 	}
-	state := ""
+	withState := ""
 	if fl := f.vars.cmd.Flag("state"); fl != nil && fl.Changed {
-		state = " --state " + shellquote.Quote(g.stateDir)
+		withState = " --state " + shellquote.Quote(g.stateDir)
 	}
 	w := escapeWriter{sio.out}
 	fmt.Fprintf(w, "taoflow: run %s is running in the background (pid %d); closing this terminal does not stop it\n", runID, pid)
-	fmt.Fprintf(w, "  watch it:      taoflow attach %s%s\n", runID, state)
-	fmt.Fprintf(w, "  its job logs:  taoflow logs -f %s%s\n", runID, state)
-	fmt.Fprintf(w, "  its state:     taoflow status %s%s\n", runID, state)
-	fmt.Fprintf(w, "  stop it:       taoflow cancel %s%s\n", runID, state)
+	fmt.Fprintf(w, "  watch it:      taoflow attach %s%s\n", runID, withState)
+	fmt.Fprintf(w, "  its job logs:  taoflow logs -f %s%s\n", runID, withState)
+	fmt.Fprintf(w, "  its state:     taoflow status %s%s\n", runID, withState)
+	fmt.Fprintf(w, "  stop it:       taoflow cancel %s%s\n", runID, withState)
 	fmt.Fprintf(w, "  apply's output: %s\n", logPath)
 	return nil
 }
