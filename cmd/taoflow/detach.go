@@ -78,7 +78,7 @@ func startDetached(sio stdio, g *globals, path string, f *applyFlags, p *plan.Pl
 	cmd.Args[0] = os.Args[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	fmt.Fprintf(logf, "taoflow: %s: apply --detach of %s as run %s\n", time.Now().Format(time.RFC3339), path, runID)
+	fmt.Fprintf(logf, "taoflow: %s: apply --detach of %s as run %s\n", time.Now().Format(time.RFC3339), escapeControls(path), runID)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("apply --detach: starting the background apply: %w", err)
 	}
