@@ -203,3 +203,34 @@ func TestDetachedStartJSON(t *testing.T) {
 	}
 	schemas.check(t, "DetachedStart", v)
 }
+
+// TestHangupViewGoesPlain: under --detach-on-hangup, the live table stops
+// at the hangup (no more redraws into the log) and the events after it are
+// printed as timestamped lines.
+func TestHangupViewGoesPlain(t *testing.T) {
+	var term, log syncBuffer
+	graph := &engine.Graph{Nodes: []*engine.Node{{ID: "train@a", Instance: "a"}}}
+	hv := &humanView{Observer: newLiveView(&term, graph, func() (int, int) { return 100, 30 }), out: &log, errOut: io.Discard}
+	h := &hangup{mode: hangupContinue}
+	toPlain := h.withHangup(hv, &log)
+	if toPlain == nil {
+		t.Fatal("no hangup view for a live view under --detach-on-hangup")
+	}
+	now := time.Now()
+	hv.Event(engine.Event{Time: now, Type: engine.NodeStarted, Node: "train@a", Instance: "a", Attempt: 1})
+	toPlain()
+	drawn := term.String()
+	hv.Event(engine.Event{Time: now, Type: engine.NodeEnded, Node: "train@a", Instance: "a", State: engine.Succeeded})
+	time.Sleep(500 * time.Millisecond) // redraws, were the table still live, come every 200ms
+	hv.Close()
+	if !strings.Contains(drawn, "train@a") || term.String() != drawn {
+		t.Errorf("the live table drew %q, then %q after the hangup", drawn, strings.TrimPrefix(term.String(), drawn))
+	}
+	if want := now.Format("15:04:05") + " train@a on a: succeeded\n"; log.String() != want {
+		t.Errorf("after the hangup the log got %q, want %q", log.String(), want)
+	}
+
+	if (&hangup{mode: hangupTeardown}).withHangup(&humanView{Observer: &plainView{w: &log}}, &log) != nil {
+		t.Error("a hangup view without --detach-on-hangup")
+	}
+}
