@@ -208,6 +208,10 @@ const (
 	// RecordLogOffsets is, for a wait, a JSON object of job id → the bytes
 	// of that job's log already written to the node log.
 	RecordLogOffsets = "log_offsets"
+	// RecordStatusSeen is, for a wait, a JSON object of job id → the
+	// sha256 (hex) of the last status.json line it took points from: a
+	// resumed wait takes only the lines after it (docs/design.md §7.7).
+	RecordStatusSeen = "status_seen"
 	// RecordGoneAt is, for a wait, a JSON object of instance name → when
 	// the platform first said that instance was gone or stopped (RFC
 	// 3339): its billing figure ends there (pricing.Costs).
