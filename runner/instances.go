@@ -182,7 +182,23 @@ func (in *instances) adopt(ctx context.Context, a platform.Adopter, spec platfor
 	in.ids[spec.Name] = res.ID
 	in.live[spec.Name] = inst
 	in.mu.Unlock()
+	// Its watchdog went on counting while no taoflow renewed its lease:
+	// arm it again (a preflight that runs again will too).
+	if _, err := in.steps.Arm(ctx, inst, nil); err != nil {
+		in.note(spec.Name, fmt.Sprintf("could not arm its autostop again: %v", err))
+	}
 	return nil
+}
+
+// foundStopped reports an instance found stopped (where wraps
+// platform.ErrStopped) that had an autostop armed: it stopped itself.
+func (in *instances) foundStopped(ctx context.Context, name string, where error) {
+	if !errors.Is(where, platform.ErrStopped) {
+		return
+	}
+	if line := foundStopped(ctx, in.store, in.run, name); line != "" {
+		in.note(name, "autostop: "+line)
+	}
 }
 
 // exists says whether the instance of resource res (from an earlier attempt
@@ -232,6 +248,7 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		}
 		if where := in.find(ctx, inst); where != nil {
 			// Gone or stopped: no job of the run runs there any more.
+			in.foundStopped(ctx, name, where)
 			return engine.ReleaseLeftAlone, in.markJobsGone(ctx, name)
 		}
 		if err := in.stopJobs(ctx, name, inst, false); err != nil {
@@ -256,6 +273,7 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		}
 		return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)
 	}
+	in.foundStopped(ctx, name, where)
 	var jobsErr error
 	in.mu.Lock()
 	stepTried := in.deleteStep[name]
@@ -358,7 +376,8 @@ func (in *instances) find(ctx context.Context, inst platform.Instance) error {
 // there. deleting says the instance is deleted next (which stops them):
 // then a failure is only reported.
 func (in *instances) stopJobs(ctx context.Context, name string, inst platform.Instance, deleting bool) error {
-	if !in.jobsLaunched(ctx, name) {
+	if !in.jobsLaunched(ctx, name) && !in.steps.Armed(name) {
+		// An armed autostop is disarmed with the jobs' stop, jobs or not.
 		return nil
 	}
 	// Bounded (steps.Config.StopTimeout): a hung instance must not take
@@ -449,7 +468,7 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 	if n.Step.Uses == plan.KindDelete {
 		// No job to stop where none was launched, nor on an instance that
 		// is gone or stopped (Release deletes it all the same).
-		req.NoJobs = !e.insts.jobsLaunched(ctx, t.Instance) || e.insts.find(ctx, inst) != nil
+		req.NoJobs = (!e.insts.jobsLaunched(ctx, t.Instance) && !e.steps.Armed(t.Instance)) || e.insts.find(ctx, inst) != nil
 		defer e.insts.deleteStepRuns(t.Instance)()
 	}
 	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {

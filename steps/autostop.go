@@ -203,8 +203,13 @@ func (s *Steps) Arm(ctx context.Context, inst platform.Instance, log io.Writer) 
 	case res.ExitCode != 0:
 		return false, s.fail(ClassNotReachable, nil, "arming the autostop of %s failed (exit code %d): %s", inst.Name, res.ExitCode, s.lastLine(res.Stderr))
 	}
+	for _, l := range s.decisions(inst.Name, outputLines(res.Stdout)) {
+		if !strings.HasPrefix(l, "armed ") {
+			fmt.Fprintln(log, l)
+		}
+	}
 	fmt.Fprintf(log, "autostop armed on %s: it stops itself %s (%s); taoflow renews its lease every %s\n",
-		inst.Name, a.Describe(), s.redact.Redact(cmd), renewEvery(a.After))
+		inst.Name, a.Describe(), s.redact.Redact(cmd), renewEvery(a.After).Round(time.Millisecond))
 	s.startRenewer(inst, a.After)
 	return true, nil
 }
