@@ -101,3 +101,13 @@ func foundStopped(ctx context.Context, store *state.Store, run, instance string)
 func autostopLine(d steps.AutostopDecision) string {
 	return "autostop: " + strings.TrimSpace(d.String())
 }
+
+// autostopArmed reports whether a node of nodes armed instance's autostop.
+func autostopArmed(nodes []state.Node, instance string) bool {
+	for _, n := range nodes {
+		if n.Instance == instance && n.Facts[steps.RecordAutostop] != "" {
+			return true
+		}
+	}
+	return false
+}

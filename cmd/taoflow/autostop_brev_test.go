@@ -59,9 +59,13 @@ func TestBrevAutostop(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// The ssh masters of the killed apply (destroy has its own).
-		for _, p := range testrig.ProcessesWith(filepath.Join(f.Home, ".ssh")) {
+		masters := filepath.Join(f.Home, ".ssh")
+		for _, p := range testrig.ProcessesWith(masters) {
 			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
+		testrig.Eventually(t, 10*time.Second, "the killed apply's ssh masters to end", func() bool {
+			return len(testrig.ProcessesWith(masters)) == 0
+		})
 	})
 	apply := exec.Command(bin, "apply", "--yes", "--output", "plain", "autostop.yaml")
 	apply.Dir = dir
@@ -112,6 +116,11 @@ func TestBrevAutostop(t *testing.T) {
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// reap leaves it to its run's destroy, and says it stopped itself.
+	_, stdout, stderr := applyCLI(t, "reap")
+	if !strings.Contains(stdout+stderr, "it stopped itself (its autostop fired while taoflow was away)") {
+		t.Errorf("reap does not report the instance that stopped itself:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	code, stdout, stderr := applyCLI(t, "destroy", r.ID, "--yes")
 	if code != exitOK {
