@@ -48,6 +48,9 @@ type instances struct {
 	// prior holds, when resuming, the instances an earlier attempt of the
 	// run created that may still exist, by name.
 	prior map[string]state.Resource
+	// rearm is set on a resumed run: the autostop watchdogs an earlier
+	// attempt armed on the instances it takes back are armed again.
+	rearm bool
 }
 
 var _ engine.Instances = (*instances)(nil)
@@ -120,6 +123,7 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		in.mu.Lock()
 		in.live[name] = inst
 		in.mu.Unlock()
+		in.armAgain(ctx, inst)
 		return nil
 	}
 	if res, ok := in.prior[name]; ok && in.exists(ctx, res) {
@@ -182,12 +186,20 @@ func (in *instances) adopt(ctx context.Context, a platform.Adopter, spec platfor
 	in.ids[spec.Name] = res.ID
 	in.live[spec.Name] = inst
 	in.mu.Unlock()
-	// Its watchdog went on counting while no taoflow renewed its lease:
-	// arm it again (a preflight that runs again will too).
-	if _, err := in.steps.Arm(ctx, inst, nil); err != nil {
-		in.note(spec.Name, fmt.Sprintf("could not arm its autostop again: %v", err))
-	}
+	in.armAgain(ctx, inst)
 	return nil
+}
+
+// armAgain arms again, on a resumed run, the autostop of an instance an
+// earlier attempt may have armed: its watchdog went on counting while no
+// taoflow renewed its lease. A preflight that runs again arms it too.
+func (in *instances) armAgain(ctx context.Context, inst platform.Instance) {
+	if !in.rearm || !in.steps.Armed(inst.Name) {
+		return
+	}
+	if _, err := in.steps.Arm(ctx, inst, nil); err != nil {
+		in.note(inst.Name, fmt.Sprintf("could not arm its autostop again: %v", err))
+	}
 }
 
 // foundStopped reports an instance found stopped (where wraps

@@ -272,13 +272,16 @@ func (s *Steps) startRenewer(inst platform.Instance, after time.Duration) {
 			if err != nil || res.ExitCode != 0 {
 				continue // the next tick tries again
 			}
-			out := strings.TrimSpace(string(res.Stdout))
-			if strings.HasPrefix(out, "@gone") {
-				return
-			}
-			if line, ok := strings.CutPrefix(out, "@decision "); ok {
-				s.noteDecision(inst.Name, line)
-				return
+			// Line by line: a transport may print lines of its own
+			// (brev exec echoes the instance's name).
+			for _, l := range outputLines(res.Stdout) {
+				if l == "@gone" {
+					return
+				}
+				if line, ok := strings.CutPrefix(l, "@decision "); ok {
+					s.noteDecision(inst.Name, line)
+					return
+				}
 			}
 		}
 	}()
