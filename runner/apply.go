@@ -205,7 +205,13 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	record.Provenance = record.Provenance.Shared(p.Provenance)
 	cwd, _ := os.Getwd()
 	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, StateDir: cfg.StateDir, Record: record,
-		TransientBackoff: cfg.TransientBackoff, StopTimeout: cfg.StopTimeout})
+		TransientBackoff: cfg.TransientBackoff, StopTimeout: cfg.StopTimeout,
+		OnAutostop: func(instance string, d steps.AutostopDecision) {
+			recordAutostopFired(context.WithoutCancel(ctx), a.store, a.ID, instance, d)
+			if a.insts != nil {
+				a.insts.note(instance, autostopLine(d))
+			}
+		}})
 	// The watchers go before the connections they stream over.
 	a.closers = append(a.closers, a.steps.Close)
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)
