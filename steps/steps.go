@@ -81,6 +81,10 @@ type Config struct {
 	// deleted (or stopped) next, which ends them anyway: a hung instance
 	// must not hold up its own delete. DefaultStopTimeout when zero.
 	StopTimeout time.Duration
+	// OnAutostop, when set, is told what an instance's autostop watchdog
+	// decided when taoflow reads it back (a lease renewal, a cleanup):
+	// the instance stopped itself while taoflow was away.
+	OnAutostop func(instance string, d AutostopDecision)
 }
 
 // DefaultStopTimeout is Config.StopTimeout when zero: time enough to stop
@@ -107,6 +111,9 @@ type Steps struct {
 	watchMu     sync.Mutex
 	watchers    map[string]*watcher
 	watchClosed bool
+	// renew holds the autostop lease renewers (autostop.go).
+	renew renewers
+
 	// wakeClock is the clock of the followers' wake rations (time.Now
 	// when nil); tests stop it.
 	wakeClock func() time.Time
