@@ -73,14 +73,26 @@ func progressLine(line string, red *secret.Redactor) (r progress.Report) {
 	return progress.Report{Line: strings.Join(parts, " "), Figures: f}
 }
 
+// stepKeys are the status.json fields read as a point's training step,
+// the first present wins.
+var stepKeys = []string{"global_step", "step", "cur_iter", "iteration"}
+
 // linePoints are the metrics of a status.json line as points of the
 // series, at full precision: its top-level loss and every numeric kpi,
-// names redacted by red.
+// names redacted by red, with the line's epoch and step (stepKeys).
 func linePoints(m map[string]any, epoch *float64, red *secret.Redactor) []progress.Point {
 	var pts []progress.Point
+	var step *int64
+	for _, k := range stepKeys {
+		if x, ok := fullNumber(m[k]); ok && x >= 0 && x == math.Trunc(x) && x < 1<<53 {
+			n := int64(x)
+			step = &n
+			break
+		}
+	}
 	add := func(name string, v any) {
 		if x, ok := fullNumber(v); ok {
-			pts = append(pts, progress.Point{Epoch: epoch, Metric: name, Value: x})
+			pts = append(pts, progress.Point{Epoch: epoch, Step: step, Metric: name, Value: x})
 		}
 	}
 	add("loss", m["loss"])
