@@ -59,6 +59,9 @@ func (s *Steps) keepJobDirs(inst platform.Instance) bool {
 }
 
 func (s *Steps) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
+	if s.onSlurm() {
+		return s.slurm.cleanup(ctx, inst)
+	}
 	lines, err := s.process.cleanup(ctx, inst)
 	if errors.Is(err, platform.ErrNotFound) {
 		return lines, nil

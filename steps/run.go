@@ -427,6 +427,9 @@ func (s *Steps) writeLines(req Request, w *watched, b []byte) {
 // jobOutcome maps how a job ended to nil or an *Error.
 func (s *Steps) jobOutcome(w *watched, o observation) error {
 	id, inst := w.job.ID, w.inst.Name
+	if o.Fail != nil && o.State != stateRunning {
+		return o.Fail
+	}
 	switch o.State {
 	case stateExited:
 		switch {
