@@ -97,6 +97,22 @@ func SharedSlurm(t testing.TB) *Slurm {
 	return sharedSlurm
 }
 
+// StartSlurm starts a cluster of the test's own, stopped by t.Cleanup: for
+// a test (a testscript run, say) whose subtests share it. Skipped, with
+// the install hint, where Slurm is missing.
+func StartSlurm(t testing.TB) *Slurm {
+	t.Helper()
+	if why := SlurmMissing(); why != "" {
+		t.Skipf("testrig: %s", why)
+	}
+	s, err := startSlurm()
+	if err != nil {
+		t.Fatalf("testrig: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
 // StopSharedSlurm stops the cluster SharedSlurm started, if any: its
 // jobs are cancelled, its daemons ended and its directory removed.
 func StopSharedSlurm() {
