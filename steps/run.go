@@ -142,6 +142,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 	}
 	defer stopTimer()
 	failures := 0
+	var gpuHours string // the GPU-hours last recorded (slurm.go)
 	asked := false // the platform was asked where the instance is, since the last poll that answered
 	for {
 		more, lost, err := s.pollOnce(wctx, req, ws, interval)
@@ -149,6 +150,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 			return s.abandon(ctx, req, ws)
 		}
 		offsets = recordOffsets(req, ws, offsets)
+		gpuHours = s.recordGPUHours(req, ws, gpuHours)
 		if err != nil && wctx.Err() == nil {
 			failures++
 			fmt.Fprintf(req.Log, "poll failed (%d of %d in a row): %s\n", failures, maxPollFailures, s.redact.Redact(err.Error()))

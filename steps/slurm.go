@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -413,4 +415,30 @@ func (r *slurmRT) stop(ctx context.Context, inst platform.Instance, sc string) (
 		return lines, fmt.Errorf("cancelling slurm jobs of %s: exit code %d: %s", inst.Name, res.ExitCode, r.s.lastLine(res.Stderr))
 	}
 	return lines, nil
+}
+
+// recordGPUHours records, for Slurm jobs whose pool has GPUs, each job's
+// GPU-hours so far (RecordGPUHours: elapsed, as squeue counts it, × the
+// pool's GPUs), when they changed since last (what it returns).
+func (s *Steps) recordGPUHours(req Request, ws []*watched, last string) string {
+	if !s.onSlurm() || req.Record == nil || s.cfg.Plan == nil {
+		return last
+	}
+	hours := map[string]float64{}
+	for _, w := range ws {
+		pi := s.cfg.Plan.Instance(w.inst.Name)
+		if pi == nil || pi.GPUs == 0 || w.age <= 0 {
+			continue
+		}
+		hours[w.job.ID] = math.Round(w.age.Hours()*float64(pi.GPUs)*1e4) / 1e4
+	}
+	if len(hours) == 0 {
+		return last
+	}
+	b, err := json.Marshal(hours)
+	if err != nil || string(b) == last {
+		return last
+	}
+	req.Record(RecordGPUHours, string(b))
+	return string(b)
 }

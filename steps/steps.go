@@ -214,6 +214,9 @@ const (
 	// the platform first said that instance was gone or stopped (RFC
 	// 3339): its billing figure ends there (pricing.Costs).
 	RecordGoneAt = "gone_at"
+	// RecordGPUHours is, for a wait of Slurm jobs, a JSON object of job id
+	// → its GPU-hours so far (elapsed × the pool's GPUs).
+	RecordGPUHours = "gpu_hours"
 )
 
 // Error is a step failure with a class the user can act on.

@@ -191,6 +191,9 @@ func writeResults(w io.Writer, t runner.ResultTable) error {
 		head = append(head, "TAO")
 	}
 	head = append(head, t.Metrics...)
+	if t.GPUHours > 0 {
+		head = append(head, "GPU-H")
+	}
 	head = append(head, "RESULTS")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	steps := distinctSteps(t)
@@ -214,6 +217,9 @@ func writeResults(w io.Writer, t runner.ResultTable) error {
 			} else {
 				line = append(line, "")
 			}
+		}
+		if t.GPUHours > 0 {
+			line = append(line, gpuHoursText(r.GPUHours))
 		}
 		res := strings.Join(r.Results, " ")
 		if r.Partial {
@@ -315,4 +321,12 @@ func download(ctx context.Context, sio stdio, store *state.Store, run string, op
 		return fmt.Errorf("%d of %d downloads did not match their manifests", failed, len(ds))
 	}
 	return nil
+}
+
+// gpuHoursText is a row's GPU-hours as the table shows them ("" for none).
+func gpuHoursText(h *float64) string {
+	if h == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*h, 'f', 3, 64)
 }
