@@ -143,7 +143,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 	defer stopTimer()
 	failures := 0
 	var gpuHours string // the GPU-hours last recorded (slurm.go)
-	asked := false // the platform was asked where the instance is, since the last poll that answered
+	asked := false      // the platform was asked where the instance is, since the last poll that answered
 	for {
 		more, lost, err := s.pollOnce(wctx, req, ws, interval)
 		if ctx.Err() != nil {
