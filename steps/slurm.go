@@ -47,7 +47,11 @@ const (
 
 // onSlurm reports whether the run's platform is a Slurm cluster.
 func (s *Steps) onSlurm() bool {
-	return s.cfg.Platform != nil && s.cfg.Platform.Kind() == plan.PlatformSlurm
+	if s.cfg.Platform != nil {
+		return s.cfg.Platform.Kind() == plan.PlatformSlurm
+	}
+	// taoflow plan previews without a platform.
+	return s.cfg.Plan != nil && s.cfg.Plan.Platform.Kind == plan.PlatformSlurm
 }
 
 // slurmWorkdir is the directory that holds each run's job directories:
@@ -136,7 +140,9 @@ func (r *slurmRT) batchScript(spec jobSpec) string {
 	return "#!/bin/sh\n# taoflow job " + spec.ID + "\n" + script(Params{"tf_workdir": workdir, "tf_srun": srun}, "home", "slurm-job")
 }
 
-func (r *slurmRT) submit(ctx context.Context, inst platform.Instance, spec jobSpec) (launch, error) {
+// submitScript queues spec in inst's pool (scripts/slurm-submit.sh),
+// after the secrets prelude.
+func (r *slurmRT) submitScript(inst platform.Instance, spec jobSpec) string {
 	pool := r.pool(inst)
 	batch := r.batchScript(spec)
 	dir := r.runDir() + "/" + spec.ID
@@ -154,7 +160,23 @@ func (r *slurmRT) submit(ctx context.Context, inst platform.Instance, spec jobSp
 		"tf_exit_sbatch": strconv.Itoa(exitSbatch),
 		"tf_exit_pyxis":  strconv.Itoa(exitPyxis),
 	}
-	res, err := r.s.runSubmit(ctx, inst, spec, script(params, "home", "slurm-submit"), "slurm job")
+	return script(params, "home", "slurm-submit")
+}
+
+// sbatchLine is the sbatch command submitScript runs, for people: its
+// options, and where its output and script are.
+func (r *slurmRT) sbatchLine(inst platform.Instance, spec jobSpec) string {
+	dir := r.runDir() + "/" + spec.ID
+	line := "sbatch " + words(SbatchArgs(r.s.cfg.RunID, spec.ID, r.pool(inst))...)
+	if r.s.cfg.Plan != nil && r.s.cfg.Plan.Instance(inst.Name) == nil {
+		// A cell not placed yet (taoflow plan): its pool is one of its step's.
+		line += " [+ the options of the pool it is placed in]"
+	}
+	return line + " --output=" + dir + "/log --chdir=" + dir + " < " + dir + "/job.sh"
+}
+
+func (r *slurmRT) submit(ctx context.Context, inst platform.Instance, spec jobSpec) (launch, error) {
+	res, err := r.s.runSubmit(ctx, inst, spec, r.submitScript(inst, spec), "slurm job")
 	if err != nil {
 		return launch{}, err
 	}

@@ -151,3 +151,26 @@ func TestSbatchArgs(t *testing.T) {
 		t.Errorf("srun (-want +got):\n%s", diff)
 	}
 }
+
+// TestSlurmBatchScript: a job with an image runs its command's words
+// through pyxis's srun (the batch script holds no secret, only the secrets
+// file's name); one without runs cmd.sh.
+func TestSlurmBatchScript(t *testing.T) {
+	r := &slurmRT{s: New(Config{RunID: "r"})}
+	got := r.batchScript(jobSpec{ID: "tf-r-train.a", Image: "nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt", Command: "tao_train --lr 0.1",
+		Workdir: "/results", Volumes: []string{"/data:/data"}, Env: []string{"NGC_KEY"}})
+	if !strings.HasPrefix(got, "#!/bin/sh\n") {
+		t.Errorf("the batch script does not start with #!: %q", got[:min(len(got), 40)])
+	}
+	want := "tf_srun='srun --container-image=nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt --container-mounts=/data:/data --container-workdir=/results tao_train --lr 0.1'"
+	if !strings.Contains(got, want) {
+		t.Errorf("batch script lacks %s:\n%s", want, got)
+	}
+	if strings.Contains(got, "NGC_KEY") {
+		t.Errorf("the batch script names a secret:\n%s", got)
+	}
+	plain := r.batchScript(jobSpec{ID: "tf-r-train.a", Command: "python train.py"})
+	if !strings.Contains(plain, "tf_srun=''") || !strings.Contains(plain, `sh "$tf_d/cmd.sh"`) {
+		t.Errorf("a host job's batch script:\n%s", plain)
+	}
+}

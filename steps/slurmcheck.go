@@ -20,11 +20,7 @@ import (
 func (s *Steps) slurmPreflight(ctx context.Context, req Request) error {
 	pool := s.slurm.(*slurmRT).pool(req.Instance)
 	containers := s.cfg.Plan != nil && s.cfg.Plan.RunsContainers()
-	args := slices.DeleteFunc(SbatchArgs(s.cfg.RunID, "tf-preflight", pool), func(a string) bool {
-		return a == "--parsable" || strings.HasPrefix(a, "--open-mode")
-	})
-	sc := script(Params{"tf_args": words(args...), "tf_pyxis": boolParam(containers), "tf_exit_squeue": strconv.Itoa(exitSqueue)}, "slurm-preflight")
-	res, err := s.exec(ctx, req.Instance, sc, nil)
+	res, err := s.exec(ctx, req.Instance, s.slurmPreflightScript(req), nil)
 	if err != nil {
 		return s.fail(ClassNotReachable, err, "asking Slurm about pool %s: %v", pool.Name, err)
 	}
@@ -42,6 +38,17 @@ func (s *Steps) slurmPreflight(ctx context.Context, req Request) error {
 	fmt.Fprintf(req.Log, "pool %s: partition %s (MaxTime %s), GPUs per node up to %d; sbatch --test-only: %s\n",
 		pool.Name, part, facts.partitions[part].maxTime, facts.gpus[part], s.redact.Clip(facts.test, 200))
 	return nil
+}
+
+// slurmPreflightScript asks the cluster about req's pool
+// (scripts/slurm-preflight.sh).
+func (s *Steps) slurmPreflightScript(req Request) string {
+	pool := s.slurm.(*slurmRT).pool(req.Instance)
+	containers := s.cfg.Plan != nil && s.cfg.Plan.RunsContainers()
+	args := slices.DeleteFunc(SbatchArgs(s.cfg.RunID, "tf-preflight", pool), func(a string) bool {
+		return a == "--parsable" || strings.HasPrefix(a, "--open-mode")
+	})
+	return script(Params{"tf_args": words(args...), "tf_pyxis": boolParam(containers), "tf_exit_squeue": strconv.Itoa(exitSqueue)}, "slurm-preflight")
 }
 
 // slurmFacts is what slurm-preflight.sh printed.
