@@ -186,7 +186,11 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 		if more && err == nil {
 			continue // read the rest of a log at once
 		}
-		if !pause(wctx, interval, wake) {
+		every := interval
+		if s.onSlurm() {
+			every = slurmPause(interval)
+		}
+		if !pause(wctx, every, wake) {
 			if ctx.Err() != nil {
 				return s.abandon(ctx, req, ws)
 			}

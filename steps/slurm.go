@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/taoflow/taoflow/plan"
@@ -33,7 +34,27 @@ import (
 // in taoflow's graph, placed, retried, adopted and cancelled on its own,
 // and slots keep at most that many of a pool's jobs queued, so an array's
 // one submission would save little (docs/benchmarks.md has the figures).
-type slurmRT struct{ s *Steps }
+type slurmRT struct {
+	s *Steps
+
+	// The waits of a pool poll at the same instants (slurmPause), and
+	// those that poll within gatherWindow of each other share one squeue:
+	// next is, by pool, the batch gathering their probes.
+	mu   sync.Mutex
+	next map[string]*slurmBatch
+}
+
+// gatherWindow is how long the first wait of a poll waits for the others
+// of its pool to join its squeue.
+const gatherWindow = 50 * time.Millisecond
+
+// slurmBatch is one status round trip shared by the waits of a pool.
+type slurmBatch struct {
+	probes []probe
+	done   chan struct{}
+	obs    []observation
+	err    error
+}
 
 var _ runtime = (*slurmRT)(nil)
 
@@ -216,7 +237,59 @@ func (r *slurmRT) statusScript(probes []probe) string {
 	}, "home", "slurm-status")
 }
 
+// status observes probes together with those of the pool's other waits
+// that poll within gatherWindow (one squeue for all of them).
 func (r *slurmRT) status(ctx context.Context, inst platform.Instance, probes []probe) ([]observation, error) {
+	r.mu.Lock()
+	if r.next == nil {
+		r.next = map[string]*slurmBatch{}
+	}
+	b := r.next[inst.Name]
+	leader := b == nil
+	if leader {
+		b = &slurmBatch{done: make(chan struct{})}
+		r.next[inst.Name] = b
+	}
+	off := len(b.probes)
+	b.probes = append(b.probes, probes...)
+	r.mu.Unlock()
+	if leader {
+		sleep(ctx, gatherWindow)
+		r.mu.Lock()
+		delete(r.next, inst.Name)
+		all := b.probes
+		r.mu.Unlock()
+		// The others wait on it: it is not cut short by the leader's
+		// cancellation, only bounded.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), minPollTimeout)
+		b.obs, b.err = r.statusOnce(bctx, inst, all)
+		cancel()
+		close(b.done)
+	} else {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	return b.obs[off : off+len(probes)], nil
+}
+
+// slurmPause is how long a wait of Slurm jobs that polls every interval
+// sleeps: until the next multiple of interval on the clock, so that the
+// waits of a pool poll together and share one squeue (status).
+func slurmPause(interval time.Duration) time.Duration {
+	now := time.Now()
+	return now.Truncate(interval).Add(interval).Sub(now)
+}
+
+func (r *slurmRT) statusOnce(ctx context.Context, inst platform.Instance, probes []probe) ([]observation, error) {
 	res, err := r.s.exec(ctx, inst, r.statusScript(probes), nil)
 	if err != nil {
 		return nil, err
