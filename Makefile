@@ -19,9 +19,10 @@ PKGS      := ./...
 .PHONY: all build install test race fuzz bench bench-deps lint check tools deps tidy fmt examples clean
 
 # What the tests run for real: an OpenSSH server, a Docker registry with
-# htpasswd auth, the AWS CLI and an S3 gateway (versitygw). The Docker Engine
+# htpasswd auth, the AWS CLI, an S3 gateway (versitygw) and a single-node
+# Slurm cluster (slurm-wlm, munge). The Docker Engine
 # itself must already be running.
-DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils shellcheck
+DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils shellcheck slurm-wlm munge
 VERSITYGW := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 # What the benchmarks also run: the peers they are compared with (rsync,
 # make, go-task) and strace, which counts a job's processes.

@@ -67,6 +67,7 @@ func build(file string, root *Value) *Plan {
 		p.Budget.MaxCost = floatOf(f.Value.Get("max_cost"))
 		p.Budget.MaxDuration, _ = time.ParseDuration(scalar(f.Value.Get("max_duration")))
 		p.Budget.AllowUnpriced = scalar(f.Value.Get("unpriced")) == "allow"
+		p.Budget.MaxGPUHours = floatOf(f.Value.Get("max_gpu_hours"))
 	}
 	buildRecords(p, root)
 	buildAutostop(p, root)
@@ -91,6 +92,7 @@ func buildPlatform(pl *Platform, f *Field) {
 		pl.ConnectTimeout, _ = time.ParseDuration(scalar(v.Get("connect_timeout")))
 		pl.MaxSessions, _ = intOf(v.Get("max_sessions"))
 		pl.InstanceEnv = names(v.Get("instance_env"))
+		buildSlurmPlatform(pl, v)
 	}
 	if pl.Transport == "" {
 		pl.Transport = "ssh"
@@ -125,6 +127,7 @@ func buildInstance(f Field) *Instance {
 		in.GPUs, in.GPUsPos = g, v.Field("gpus").KeyPos
 	}
 	in.Keep = scalar(v.Get("keep")) == "true"
+	buildPool(in, v)
 	return in
 }
 

@@ -24,6 +24,7 @@ func check(p *Plan, d *diags) {
 	c.ids()
 	c.platform()
 	c.instances()
+	c.slurm()
 	c.secretsDeclared()
 	c.notifySecret()
 	for _, s := range p.AllSteps() {

@@ -107,6 +107,9 @@ func (c *checker) finallySaves(in *Instance) bool {
 }
 
 func (c *checker) imageNotPulled(s *Step) {
+	if c.p.Platform.Kind == PlatformSlurm {
+		return // pyxis pulls on the compute node; pull is docker's
+	}
 	img := s.With.Get("image")
 	name := c.varsOnly(img)
 	if !strings.HasPrefix(name, "nvcr.io/") {

@@ -97,6 +97,7 @@ type Platform struct {
 	ConnectTimeout time.Duration // ssh/brev
 	MaxSessions    int           // concurrent remote commands per instance
 	InstanceEnv    []Name        // secrets already present in the instances' environment
+	Slurm          SlurmPlatform // slurm: the login node and the shared workdir (slurm.go)
 }
 
 // Instance is one machine of the plan.
@@ -119,6 +120,8 @@ type Instance struct {
 	// Autostop is the instance's autostop (its own autostop: over the
 	// plan's), nil when it has none.
 	Autostop *Autostop
+	// Pool is the shape of a slurm pool's jobs (slurm.go); zero elsewhere.
+	Pool Pool
 }
 
 // Select are the filters of a brev create: by GPU and price. Zero fields
@@ -145,6 +148,9 @@ type Budget struct {
 	// AllowUnpriced is unpriced: allow: under MaxCost, an instance of no
 	// known price is created all the same (and not counted).
 	AllowUnpriced bool
+	// MaxGPUHours is max_gpu_hours: the most GPU-hours a run's Slurm jobs
+	// may use (elapsed × GPUs, summed); 0 is no limit.
+	MaxGPUHours float64
 }
 
 // DefaultBackoff is the wait before a step's first retry when retries:

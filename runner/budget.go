@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/taoflow/taoflow/pricing"
@@ -21,7 +22,7 @@ const DefaultBudgetPoll = 5 * time.Second
 // that stops watching.
 func (a *Apply) watchBudget(ctx context.Context, cancel context.CancelCauseFunc) func() {
 	b := a.cfg.Plan.Budget
-	if b.MaxCost <= 0 && b.MaxDuration <= 0 {
+	if b.MaxCost <= 0 && b.MaxDuration <= 0 && b.MaxGPUHours <= 0 {
 		return func() {}
 	}
 	poll := a.cfg.BudgetPoll
@@ -57,6 +58,9 @@ func (a *Apply) watchBudget(ctx context.Context, cancel context.CancelCauseFunc)
 			}
 			why := pricing.OverBudget(b, cost, time.Since(a.started))
 			if why == "" {
+				why = a.overGPUHours(ctx)
+			}
+			if why == "" {
 				continue
 			}
 			a.budgetMu.Lock()
@@ -86,4 +90,18 @@ func (a *Apply) budgetCrossed() string {
 // (pricing.Costs).
 func (a *Apply) Costs(ctx context.Context) (pricing.RunCost, error) {
 	return pricing.Costs(ctx, a.store, a.ID, time.Now())
+}
+
+// overGPUHours says how the run's Slurm jobs crossed budget.max_gpu_hours
+// (their elapsed time × their GPUs, so far); "" when they have not.
+func (a *Apply) overGPUHours(ctx context.Context) string {
+	limit := a.cfg.Plan.Budget.MaxGPUHours
+	if limit <= 0 {
+		return ""
+	}
+	t, err := Results(ctx, a.store, a.ID)
+	if err != nil || t.GPUHours <= limit {
+		return ""
+	}
+	return fmt.Sprintf("%.3f GPU-hours used, over max_gpu_hours %g", t.GPUHours, limit)
 }

@@ -111,6 +111,10 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 	}
 	if !owned {
 		inst := platform.Instance{Name: name, Ref: pi.Host}
+		if in.plan.Platform.Kind == plan.PlatformSlurm {
+			// A pool, not a machine: its jobs are found by run and pool.
+			inst.Ref = plan.PlatformSlurm + ":" + name
+		}
 		if canCreate && pi.Existing != "" {
 			// Adopted, never created: the platform checks it exists and is
 			// ready, and it is not recorded as this run's to delete.

@@ -15,6 +15,7 @@ import (
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/brev"
 	"github.com/taoflow/taoflow/platform/local"
+	"github.com/taoflow/taoflow/platform/slurm"
 	"github.com/taoflow/taoflow/platform/ssh"
 	"github.com/taoflow/taoflow/secret"
 )
@@ -31,6 +32,10 @@ const (
 	// so that destroy and cancel keep their values out of brev's
 	// environment as apply does.
 	dataSecrets = "pf.secrets"
+	// dataSlurmHost and dataSlurmWorkdir are the slurm platform's login
+	// node and workdir.
+	dataSlurmHost    = "pf.slurm_host"
+	dataSlurmWorkdir = "pf.slurm_workdir"
 )
 
 // PlatformData returns the plan's platform settings as resource data. A
@@ -57,6 +62,12 @@ func PlatformData(p *plan.Plan) map[string]string {
 	}
 	if names := p.SecretNames(); len(names) > 0 {
 		d[dataSecrets] = strings.Join(names, ",")
+	}
+	if pl.Slurm.Host != "" {
+		d[dataSlurmHost] = pl.Slurm.Host
+	}
+	if pl.Slurm.Workdir != "" {
+		d[dataSlurmWorkdir] = pl.Slurm.Workdir
 	}
 	return d
 }
@@ -181,6 +192,8 @@ func BuildPlatform(kind string, data map[string]string, run, stateDir string, op
 		cfg := brevConfig(data, run)
 		cfg.Progress, cfg.Env, cfg.Redactor = opts.Progress, opts.Env, opts.Redactor
 		return brev.New(cfg)
+	case plan.PlatformSlurm:
+		return slurm.New(slurm.Config{Host: data[dataSlurmHost], Workdir: data[dataSlurmWorkdir], SSH: sshConfig(data, run), Env: opts.Env}), nil
 	}
 	return nil, fmt.Errorf("unknown platform %q", kind)
 }

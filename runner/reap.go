@@ -75,6 +75,7 @@ type Orphan struct {
 	Error   string `json:"error,omitempty"`
 	host    *dockerHost
 	status  string // a brev instance's status in brev ls
+	slurmID string // a Slurm job's id (reapslurm.go)
 }
 
 // Why Reap leaves something (Orphan.Reason).
@@ -180,6 +181,9 @@ func Reap(ctx context.Context, cfg ReapConfig) (*Reaper, error) {
 	// the plans given (ssh hosts, existing brev instances).
 	if cfg.Only == ReapBrev || len(cfg.Names) > 0 {
 		return r, nil
+	}
+	if cfg.Only == "" {
+		r.reapSlurm(ctx, known, elsewhere, live)
 	}
 	hosts, closeHosts, err := dockerHosts(ctx, cfg)
 	if err != nil {
@@ -367,7 +371,7 @@ func (r *Reaper) Unaccounted() []Orphan {
 // Remove deletes what Reap found, recording in each Orphan whether it is
 // gone, and returns how many remain.
 func (r *Reaper) Remove(ctx context.Context) int {
-	left := 0
+	left := r.removeSlurm(ctx)
 	for i := range r.Found {
 		o := &r.Found[i]
 		if o.Kind != "brev instance" {

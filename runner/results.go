@@ -44,6 +44,9 @@ type ResultRow struct {
 	// cell's series, SeriesKey), by metric then arrival; at most
 	// state.MaxPoints per metric, thinned evenly beyond.
 	Series []state.Point `json:"series,omitempty"`
+	// GPUHours is, for a Slurm job, its elapsed time × its pool's GPUs
+	// (so far, while it runs); nil elsewhere.
+	GPUHours *float64 `json:"gpu_hours,omitempty"`
 }
 
 // ResultTable is a run's results: its jobs with their metrics.
@@ -54,6 +57,8 @@ type ResultTable struct {
 	// SeriesMetrics are the metric names of the rows' series, sorted.
 	SeriesMetrics []string    `json:"series_metrics,omitempty"`
 	Rows          []ResultRow `json:"rows"`
+	// GPUHours is the sum of the rows' GPU-hours (Slurm); 0 when none.
+	GPUHours float64 `json:"gpu_hours,omitempty"`
 }
 
 // stateRank orders node states for a row's state, worst first.
@@ -71,7 +76,14 @@ func Results(ctx context.Context, store *state.Store, runID string) (ResultTable
 	}
 	t := ResultTable{RunID: runID, Keys: []string{}, Metrics: []string{}, Rows: []ResultRow{}}
 	metrics := map[string]steps.Metrics{}
+	gpuHours := map[string]float64{}
 	for _, n := range nodes {
+		if raw := n.Facts[steps.RecordGPUHours]; raw != "" {
+			var h map[string]float64
+			if json.Unmarshal([]byte(raw), &h) == nil {
+				maps.Copy(gpuHours, h)
+			}
+		}
 		if raw := n.Facts[steps.RecordMetrics]; raw != "" {
 			var m map[string]steps.Metrics
 			if json.Unmarshal([]byte(raw), &m) == nil {
@@ -133,6 +145,10 @@ func Results(ctx context.Context, store *state.Store, runID string) (ResultTable
 			for k := range m.Last {
 				names[k] = true
 			}
+		}
+		if h, ok := gpuHours[job]; ok {
+			row.GPUHours = &h
+			t.GPUHours += h
 		}
 		t.Rows = append(t.Rows, row)
 	}

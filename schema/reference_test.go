@@ -67,7 +67,7 @@ func TestReferenceCoversSchema(t *testing.T) {
 		"run command":        "| `with.command` | string | without `image` |  |",
 		"instance slots":     "| `slots` | integer (1 to 64) |  | `1` |",
 		"format version":     "| `taoflow` | `1` | yes |  |",
-		"platform":           "| `platform` | `local` / `ssh` / `brev` or mapping |  | `local` |",
+		"platform":           "| `platform` | `local` / `ssh` / `brev` / `slurm` or mapping |  | `local` |",
 		"matrix":             "| `matrix` | `inherit` or mapping of names to lists of strings, numbers or booleans |",
 		"needs":              "| `needs` | step id or list of step ids |",
 	}

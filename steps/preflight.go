@@ -46,6 +46,10 @@ func (s *Steps) preflight(ctx context.Context, req Request) error {
 	if err := s.waitReady(ctx, req, interval, readyTimeout); err != nil {
 		return err
 	}
+	if s.onSlurm() {
+		// A pool, not a machine: what Slurm says of it (slurmcheck.go).
+		return s.slurmPreflight(ctx, req)
+	}
 	if docker {
 		if err := s.checkDocker(ctx, req); err != nil {
 			return err

@@ -69,6 +69,8 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 			script = r.submitScript(spec)
 		case *process:
 			script = r.submitScript(spec)
+		case *slurmRT:
+			return []Command{s.withSecrets("queue the job: "+r.sbatchLine(req.Instance, spec)+" (or adopt it)", r.submitScript(req.Instance, spec), spec.Env)}, nil
 		}
 		return []Command{s.withSecrets("launch the "+noun+" (or adopt it)", script, spec.Env)}, nil
 	case plan.KindWait:
@@ -156,6 +158,9 @@ func (s *Steps) previewPreflight(req Request) ([]Command, error) {
 		docker = s.cfg.Plan != nil && s.cfg.Plan.RunsContainers()
 	}
 	cmds := []Command{{What: "probe", Script: probeScript, Repeats: fmt.Sprintf("every %s until it prints ok, up to %s", interval, readyTimeout)}}
+	if s.onSlurm() {
+		return append(cmds, Command{What: "check the pool against the cluster (partition, MaxTime, GPUs, sbatch --test-only)", Script: s.slurmPreflightScript(req)}), nil
+	}
 	if docker {
 		cmds = append(cmds, Command{What: "check docker", Script: dockerInfoScript})
 	}
@@ -187,6 +192,10 @@ func (s *Steps) previewWait(req Request) ([]Command, error) {
 	}
 	every := fmt.Sprintf("every %s until the jobs end (one command per instance for all its jobs)", interval)
 	var cmds []Command
+	if s.onSlurm() {
+		all := append(processes, containers...)
+		return []Command{{What: "poll the Slurm jobs (one squeue for all)", Script: s.slurm.(*slurmRT).statusScript(all), Repeats: every}}, nil
+	}
 	if len(processes) > 0 {
 		cmds = append(cmds, Command{What: "poll the jobs", Script: s.process.(*process).statusScript(processes), Repeats: every})
 	}

@@ -156,7 +156,8 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 	}
 	defer stopTimer()
 	failures := 0
-	asked := false // the platform was asked where the instance is, since the last poll that answered
+	var gpuHours string // the GPU-hours last recorded (slurm.go)
+	asked := false      // the platform was asked where the instance is, since the last poll that answered
 	for {
 		more, lost, err := s.pollOnce(wctx, req, ws, interval)
 		if ctx.Err() != nil {
@@ -164,6 +165,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 		}
 		offsets = recordOffsets(req, ws, offsets)
 		seen = recordStatusSeen(req, ws, seen)
+		gpuHours = s.recordGPUHours(req, ws, gpuHours)
 		if err != nil && wctx.Err() == nil {
 			failures++
 			fmt.Fprintf(req.Log, "poll failed (%d of %d in a row): %s\n", failures, maxPollFailures, s.redact.Redact(err.Error()))
@@ -199,7 +201,11 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 		if more && err == nil {
 			continue // read the rest of a log at once
 		}
-		if !pause(wctx, interval, wake) {
+		every := interval
+		if s.onSlurm() {
+			every = slurmPause(interval)
+		}
+		if !pause(wctx, every, wake) {
 			if ctx.Err() != nil {
 				return s.abandon(ctx, req, ws)
 			}
@@ -569,6 +575,9 @@ func (s *Steps) writeLines(req Request, w *watched, b []byte) {
 // jobOutcome maps how a job ended to nil or an *Error.
 func (s *Steps) jobOutcome(w *watched, o observation) error {
 	id, inst := w.job.ID, w.inst.Name
+	if o.Fail != nil && o.State != stateRunning {
+		return o.Fail
+	}
 	switch o.State {
 	case stateExited:
 		switch {

@@ -146,4 +146,7 @@ type observation struct {
 	// Note is a remark on a job that still runs (a paused or restarting
 	// container); the wait logs it when it changes.
 	Note string
+	// Fail, when set, is an ended job's outcome as its runtime read it
+	// (Slurm's TIMEOUT, CANCELLED, OUT_OF_MEMORY, NODE_FAIL: steps/slurm.go).
+	Fail *Error
 }

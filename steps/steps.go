@@ -97,6 +97,7 @@ type Steps struct {
 	redact  *secret.Redactor
 	process runtime
 	docker  runtime
+	slurm   runtime // every job of a slurm plan (slurm.go)
 
 	mu sync.Mutex
 	// digests holds the image digests pull saw, by instance name and
@@ -137,6 +138,7 @@ func New(cfg Config) *Steps {
 	s := &Steps{cfg: cfg, redact: cfg.Secrets.Redactor(), digests: map[string]map[string]string{}}
 	s.process = &process{s: s, termGrace: defaultTermGrace}
 	s.docker = &docker{s: s, stopGrace: defaultTermGrace}
+	s.slurm = &slurmRT{s: s}
 	return s
 }
 
@@ -223,6 +225,9 @@ const (
 	// the platform first said that instance was gone or stopped (RFC
 	// 3339): its billing figure ends there (pricing.Costs).
 	RecordGoneAt = "gone_at"
+	// RecordGPUHours is, for a wait of Slurm jobs, a JSON object of job id
+	// → its GPU-hours so far (elapsed × the pool's GPUs).
+	RecordGPUHours = "gpu_hours"
 )
 
 // Error is a step failure with a class the user can act on.
@@ -295,8 +300,12 @@ func (s *Steps) Do(ctx context.Context, req Request) error {
 	return &Error{Class: ClassUnsupported, Msg: fmt.Sprintf("unknown step kind %q", req.Step.Uses)}
 }
 
-// runtimeFor picks the runtime of a job by its image.
+// runtimeFor picks the runtime of a job by its image (on Slurm, the
+// slurm runtime whatever the image).
 func (s *Steps) runtimeFor(image string) runtime {
+	if s.onSlurm() {
+		return s.slurm
+	}
 	if image == "" {
 		return s.process
 	}

@@ -164,6 +164,10 @@ type watcher struct {
 // canWatch reports whether the steps' platform can hold a watcher on its
 // instances, and the streamer to hold it with.
 func (s *Steps) canWatch() (platform.Streamer, bool) {
+	if s.onSlurm() {
+		// Slurm's jobs end on compute nodes: squeue is asked every poll.
+		return nil, false
+	}
 	st, ok := s.cfg.Platform.(platform.Streamer)
 	if !ok {
 		return nil, false

@@ -45,6 +45,8 @@ type previewInstance struct {
 	// them, with their list prices; a type the catalogue does not list
 	// has no price.
 	Candidates []previewOffer `json:"candidates,omitempty"`
+	// Pool is a Slurm pool's job shape (platform slurm); nil elsewhere.
+	Pool *previewPool `json:"pool,omitempty"`
 	// DeletedAtTeardown: the run deletes it when its steps are done (a
 	// created instance without keep: true).
 	DeletedAtTeardown bool `json:"deleted_at_teardown"`
@@ -175,6 +177,9 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 	pv := &preview{Instances: []previewInstance{}, Steps: []previewStep{}, Secrets: []previewSecret{}, Warnings: []diagnosticJSON{}, nodes: map[string][]string{}}
 	for _, in := range p.Instances {
 		pi := previewInstance{Name: in.Name, Slots: in.Slots, Action: "use", Existing: in.Existing, Host: in.Host}
+		if p.Platform.Kind == plan.PlatformSlurm {
+			pi.Pool = newPreviewPool(in)
+		}
 		if in.RunCreates(p.Platform.Kind) {
 			pi.Action = "create"
 			pi.Type = in.CreateType
@@ -304,6 +309,8 @@ func printPreview(w io.Writer, g *engine.Graph, pv *preview, details *previewer)
 			what = "create, type " + in.Type
 		case in.Action == "create":
 			what = "create, a local sandbox"
+		case in.Pool != nil:
+			what = in.Pool.line()
 		case in.Existing != "":
 			what = "use existing " + in.Existing
 		case in.Host != "":
@@ -315,6 +322,8 @@ func printPreview(w io.Writer, g *engine.Graph, pv *preview, details *previewer)
 		switch {
 		case in.DeletedAtTeardown:
 			end = "deleted at teardown"
+		case in.Pool != nil:
+			end = "its jobs cancelled at teardown"
 		case in.Action == "use":
 			end = "never deleted"
 		}
@@ -494,4 +503,47 @@ func printAutostop(w io.Writer, pv *preview) error {
 		fmt.Fprintf(tw, "  %s\t%s\n", in.Name, in.Autostop.line)
 	}
 	return tw.Flush()
+}
+
+// previewPool is what a Slurm pool's jobs ask for; empty fields are the
+// cluster's defaults.
+type previewPool struct {
+	Partition  string `json:"partition,omitempty"`
+	Account    string `json:"account,omitempty"`
+	QOS        string `json:"qos,omitempty"`
+	GPUs       int    `json:"gpus_per_job"`
+	CPUs       int    `json:"cpus_per_job,omitempty"`
+	Mem        string `json:"mem,omitempty"`
+	Time       string `json:"time_limit,omitempty"`
+	Minutes    int    `json:"time_limit_minutes,omitempty"`
+	Constraint string `json:"constraint,omitempty"`
+}
+
+func newPreviewPool(in *plan.Instance) *previewPool {
+	p := in.Pool
+	return &previewPool{Partition: p.Partition, Account: p.Account, QOS: p.QOS, GPUs: in.GPUs, CPUs: p.CPUs,
+		Mem: p.Mem, Time: p.Time, Minutes: p.Minutes, Constraint: p.Constraint}
+}
+
+// line is the pool for people: "pool: partition gpu, 2 GPUs/job, time 4:00:00".
+func (p *previewPool) line() string {
+	part := p.Partition
+	if part == "" {
+		part = "(default)"
+	}
+	parts := []string{"partition " + part, fmt.Sprintf("%d GPU%s/job", p.GPUs, plural(p.GPUs))}
+	if p.Time != "" {
+		parts = append(parts, fmt.Sprintf("time %s (%d min)", p.Time, p.Minutes))
+	} else {
+		parts = append(parts, "time: the partition's")
+	}
+	for _, kv := range [][2]string{{"account", p.Account}, {"qos", p.QOS}, {"mem", p.Mem}, {"constraint", p.Constraint}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+" "+kv[1])
+		}
+	}
+	if p.CPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%d CPUs/job", p.CPUs))
+	}
+	return "pool: " + strings.Join(parts, ", ")
 }

@@ -28,7 +28,7 @@ func newReapCmd(sio stdio, g *globals) *cobra.Command {
 	var f reapFlags
 	cmd := &cobra.Command{
 		Use:   "reap [--yes] [--name NAME...|--unrecorded]",
-		Short: "Find taoflow-made instances and containers that no state knows about, and delete them",
+		Short: "Find taoflow-made instances, containers and Slurm jobs that no state knows about, and delete them",
 		Long: `Reap finds what taoflow runs made and no state accounts for — the state
 directory was deleted, or a run died before it could record something — and
 deletes it with --yes. It looks at:
@@ -37,6 +37,9 @@ deletes it with --yes. It looks at:
     creates), through the brev CLI, when brev is installed;
   - Docker containers labelled taoflow.run=<run> on this machine, and with
     --plan PLAN on the ssh hosts and existing brev instances PLAN names.
+  - Slurm jobs of this user named tf-* whose comment names a taoflow run
+    (squeue --me), when this machine is a Slurm client (squeue on PATH and
+    SLURM_CONF or /etc/slurm/slurm.conf); --yes scancels them.
 
 What the state in --state records is left alone, and so is what the runs of
 the other states in this user's index of states ($XDG_STATE_HOME/taoflow/states,
@@ -49,7 +52,8 @@ machine (their taoflow.owner label), whatever their state directory:
 recorded, so reap leaves them too. A container whose run is driven from
 another machine is left to that machine.
 
---only brev or --only containers limits reap to one of the two.
+--only brev or --only containers limits reap to one of them (Slurm jobs are
+looked at only without --only).
 
 Which tf-* brev instances are this user's? 'brev ls' cannot say: logged in
 with an API key it lists the whole organisation's instances, and logged in as

@@ -225,6 +225,9 @@ func writeResultsBy(w io.Writer, t runner.ResultTable, main string) error {
 	if len(curves) > 0 {
 		head = append(head, strings.ToUpper(main)+" CURVE")
 	}
+	if t.GPUHours > 0 {
+		head = append(head, "GPU-H")
+	}
 	head = append(head, "RESULTS")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	steps := distinctSteps(t)
@@ -255,6 +258,9 @@ func writeResultsBy(w io.Writer, t runner.ResultTable, main string) error {
 				name = "@" + r.Instance
 			}
 			line = append(line, sparkline(curves[r.Step+"\x00"+name], sparkWidth, glyphs))
+		}
+		if t.GPUHours > 0 {
+			line = append(line, gpuHoursText(r.GPUHours))
 		}
 		res := strings.Join(r.Results, " ")
 		if r.Partial {
@@ -390,4 +396,12 @@ func download(ctx context.Context, sio stdio, store *state.Store, run string, op
 		return fmt.Errorf("%d of %d downloads did not match their manifests", failed, len(ds))
 	}
 	return nil
+}
+
+// gpuHoursText is a row's GPU-hours as the table shows them ("" for none).
+func gpuHoursText(h *float64) string {
+	if h == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*h, 'f', 3, 64)
 }

@@ -465,6 +465,9 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	}
 	printFailures(w, r.ID, nodes)
 	printRunAutostop(w, r, nodes)
+	if results.GPUHours > 0 {
+		fmt.Fprintf(w, "\nGPU-hours: %.3f (each Slurm job's elapsed time × its GPUs)\n", results.GPUHours)
+	}
 	if len(cost.Instances) > 0 {
 		fmt.Fprintf(w, "\ncost (estimates from Brev's list prices):\n")
 		for _, line := range costLines(&cost) {

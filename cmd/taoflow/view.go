@@ -107,6 +107,9 @@ func (v *humanView) Outcome(o runner.Outcome) {
 		fmt.Fprintf(w, "taoflow: remove them with: %s\n", o.RemoveCommand)
 	}
 	printCostLines(w, o.Cost)
+	if h := o.Results.GPUHours; h > 0 {
+		fmt.Fprintf(w, "taoflow: GPU-hours: %.3f (each Slurm job's elapsed time × its GPUs)\n", h)
+	}
 	fmt.Fprintf(w, "taoflow: run %s %s\n", o.RunID, o.Message)
 	if o.StateErrors > 0 {
 		fmt.Fprintf(w, "taoflow: %d writes to the state failed; 'taoflow status %s' may be incomplete\n", o.StateErrors, o.RunID)
