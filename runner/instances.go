@@ -198,7 +198,7 @@ func (in *instances) adopt(ctx context.Context, a platform.Adopter, spec platfor
 // earlier attempt may have armed: its watchdog went on counting while no
 // taoflow renewed its lease. A preflight that runs again arms it too.
 func (in *instances) armAgain(ctx context.Context, inst platform.Instance) {
-	if !in.rearm || !in.steps.Armed(inst.Name) {
+	if !in.rearm {
 		return
 	}
 	if _, err := in.steps.Arm(ctx, inst, nil); err != nil {

@@ -141,11 +141,14 @@ func (s *Steps) autostopFor(name string) (*plan.Autostop, string) {
 	return pi.Autostop, cmd
 }
 
-// Armed reports whether the plan gives instance name an autostop that
-// preflight arms.
+// Armed reports whether this process armed the autostop of instance
+// name (Arm) and has not disarmed it since (Cleanup): its release must
+// then reach the instance to disarm it, jobs or not.
 func (s *Steps) Armed(name string) bool {
-	a, _ := s.autostopFor(name)
-	return a != nil
+	s.renew.mu.Lock()
+	defer s.renew.mu.Unlock()
+	_, ok := s.renew.stop[name]
+	return ok
 }
 
 // watchdogScript is the watchdog's text for inst (procfuncs and
@@ -236,7 +239,8 @@ func (s *Steps) armAutostop(ctx context.Context, req Request) error {
 }
 
 // renewers are the lease renewers of the armed instances, by instance
-// name: each stop function ends its goroutine and waits for it.
+// name: each stop function ends its goroutine and waits for it. An
+// instance is armed while it has one (Armed).
 type renewers struct {
 	mu   sync.Mutex
 	stop map[string]func()
