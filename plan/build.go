@@ -70,6 +70,7 @@ func build(file string, root *Value) *Plan {
 		p.Budget.MaxGPUHours = floatOf(f.Value.Get("max_gpu_hours"))
 	}
 	buildRecords(p, root)
+	buildAutostop(p, root)
 	p.index()
 	return p
 }

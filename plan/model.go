@@ -61,6 +61,9 @@ type Plan struct {
 	// Provenance is provenance: ("minimal" or "full"), the detail of the
 	// provenance manifests and notifications carry; empty is minimal.
 	Provenance string
+	// Autostop is the plan-level autostop:, every instance's default; nil
+	// when absent.
+	Autostop *Autostop
 
 	Root      *Value // the resolved YAML tree
 	source    []byte
@@ -116,6 +119,9 @@ type Instance struct {
 	Keep    bool
 	// Pool is the shape of a slurm pool's jobs (slurm.go); zero elsewhere.
 	Pool Pool
+	// Autostop is the instance's autostop (its own autostop: over the
+	// plan's), nil when it has none.
+	Autostop *Autostop
 }
 
 // Select are the filters of a brev create: by GPU and price. Zero fields

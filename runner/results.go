@@ -43,14 +43,20 @@ type ResultRow struct {
 	// GPUHours is, for a Slurm job, its elapsed time × its pool's GPUs
 	// (so far, while it runs); nil elsewhere.
 	GPUHours *float64 `json:"gpu_hours,omitempty"`
+	// Series are the metric values the job reported while it ran (its
+	// cell's series, SeriesKey), by metric then arrival; at most
+	// state.MaxPoints per metric, thinned evenly beyond.
+	Series []state.Point `json:"series,omitempty"`
 }
 
 // ResultTable is a run's results: its jobs with their metrics.
 type ResultTable struct {
-	RunID   string      `json:"run_id"`
-	Keys    []string    `json:"matrix_keys"` // the matrix keys, in the plan's order
-	Metrics []string    `json:"metrics"`     // every metric name, sorted
-	Rows    []ResultRow `json:"rows"`
+	RunID   string   `json:"run_id"`
+	Keys    []string `json:"matrix_keys"` // the matrix keys, in the plan's order
+	Metrics []string `json:"metrics"`     // every metric name, sorted
+	// SeriesMetrics are the metric names of the rows' series, sorted.
+	SeriesMetrics []string    `json:"series_metrics,omitempty"`
+	Rows          []ResultRow `json:"rows"`
 	// GPUHours is the sum of the rows' GPU-hours (Slurm); 0 when none.
 	GPUHours float64 `json:"gpu_hours,omitempty"`
 }
@@ -148,6 +154,11 @@ func Results(ctx context.Context, store *state.Store, runID string) (ResultTable
 	}
 	// An array, never null, when no job reported a metric (docs/json.md).
 	t.Metrics = append(t.Metrics, slices.Sorted(maps.Keys(names))...)
+	pts, err := store.Series(ctx, runID)
+	if err != nil {
+		return ResultTable{}, err
+	}
+	attachSeries(&t, pts)
 	return t, nil
 }
 

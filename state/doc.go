@@ -1,13 +1,16 @@
 // Package state owns taoflow's record of what a run did and what it may have
 // left behind: runs, the nodes of their graphs, the resources they created,
-// the event stream and the per-node log files.
+// the event stream, the per-node log files and the metric series a run's
+// jobs reported (series.go: bounded, thinned evenly beyond MaxPoints).
 //
 // It exists so that teardown survives the process: every resource is recorded
 // as an intent before it is created, then marked created, then deleted, so
 // that `taoflow destroy RUN` and `apply --resume` can find everything after a
 // crash. The store is an embedded SQLite database (dir/state.db, WAL mode) so
 // that `status` and `logs` can read with OpenReadOnly while `apply` writes;
-// node logs are plain files under dir/runs/<run>/logs.
+// node logs are plain files under dir/runs/<run>/logs, and what an apply
+// with no terminal prints (apply --detach) goes to dir/runs/<run>/apply.log
+// (OpenApplyLog).
 //
 // Every string the store writes, to the database or to a log file, first
 // passes through the redactor given with WithRedactor, so that secret values

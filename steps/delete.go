@@ -59,10 +59,12 @@ func (s *Steps) keepJobDirs(inst platform.Instance) bool {
 }
 
 func (s *Steps) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
+	s.stopRenewer(inst.Name)
 	if s.onSlurm() {
 		return s.slurm.cleanup(ctx, inst)
 	}
 	lines, err := s.process.cleanup(ctx, inst)
+	lines = s.decisions(inst.Name, lines)
 	if errors.Is(err, platform.ErrNotFound) {
 		return lines, nil
 	}

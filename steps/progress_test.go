@@ -70,3 +70,34 @@ func TestProgressFiguresRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusLinePoints: a status.json line's points are its top-level
+// loss and every numeric kpi (sorted, full precision, names redacted),
+// with its epoch and step; a line that is not one whole object gives none
+// (the cut first line of the file's end the wait reads).
+func TestStatusLinePoints(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	i := func(v int64) *int64 { return &v }
+	tests := map[string]struct {
+		status string
+		want   []progress.Point
+	}{
+		"loss and kpis": {`{"epoch": 3, "global_step": 1200, "loss": 0.2134567, "kpi": {"mAP": "0.5", "acc": 0.75, "bad": "x", "loss": 9}}`, []progress.Point{
+			{Epoch: f(3), Step: i(1200), Metric: "loss", Value: 0.2134567},
+			{Epoch: f(3), Step: i(1200), Metric: "acc", Value: 0.75},
+			{Epoch: f(3), Step: i(1200), Metric: "mAP", Value: 0.5}}},
+		"cur_iter, no epoch":         {`{"cur_iter": 7, "kpi": {"loss": 1e-3}}`, []progress.Point{{Step: i(7), Metric: "loss", Value: 0.001}}},
+		"fractional step is no step": {`{"step": 1.5, "loss": 1}`, []progress.Point{{Metric: "loss", Value: 1}}},
+		"tail of a cut line":         {`"x": 1}, "kpi": {"loss": 0.5}}`, nil},
+		"two objects":                {`{"loss": 1} {"loss": 2}`, nil},
+		"no metric":                  {`{"epoch": 1, "message": "starting"}`, nil},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := progressLine(tt.status, secret.NewRedactor()).Points
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("points of %s (-want +got):\n%s", tt.status, diff)
+			}
+		})
+	}
+}

@@ -3,6 +3,8 @@ package steps
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -91,10 +94,20 @@ type watched struct {
 	offset   int64  // log bytes seen
 	partial  []byte // an unfinished last log line
 	progress string
-	note     string // the last Note logged
-	age      time.Duration
-	ended    bool  // terminal and its log read to the end
-	err      error // its outcome once ended
+	// statusTail is the last few status.json lines taken as points; the
+	// next poll takes the lines after them (newStatusLines). statusSeen
+	// is the hash of the last of them (lineHash), recorded so that a
+	// resumed wait takes only the lines after it.
+	statusTail []string
+	statusSeen string
+	// fromStatus: status.json has given points, so output lines give
+	// none (a TAO job prints what it writes there).
+	fromStatus bool
+	points     []progress.Point // from output lines, since the last report
+	note       string           // the last Note logged
+	age        time.Duration
+	ended      bool  // terminal and its log read to the end
+	err        error // its outcome once ended
 }
 
 // wait follows req.Jobs until every one has ended, streaming their logs.
@@ -133,6 +146,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 	}
 	fmt.Fprintf(req.Log, "waiting for %s (poll every %s%s)\n", strings.Join(names, ", "), interval, followed)
 	offsets := s.priorOffsets(req, ws)
+	seen := priorStatusSeen(req, ws)
 	start := time.Now()
 	// The wait's timeout runs on a timer of its own: a poll that never
 	// answers (a hung instance) cannot hold it off.
@@ -151,6 +165,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 		}
 		offsets = recordOffsets(req, ws, offsets)
 		gpuHours = s.recordGPUHours(req, ws, gpuHours)
+		seen = recordStatusSeen(req, ws, seen)
 		if err != nil && wctx.Err() == nil {
 			failures++
 			fmt.Fprintf(req.Log, "poll failed (%d of %d in a row): %s\n", failures, maxPollFailures, s.redact.Redact(err.Error()))
@@ -355,12 +370,25 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 					fmt.Fprintf(req.Log, "%sjob %s: %s\n", w.label, w.job.ID, s.redact.Redact(o.Note))
 				}
 			}
+			pts := s.statusPoints(w, o.StatusLines)
+			if w.fromStatus {
+				w.points = nil
+			}
+			pts = append(pts, w.points...)
+			w.points = nil
+			now := time.Now().UTC()
+			for i := range pts {
+				pts[i].Job, pts[i].Time = w.job.ID, now
+			}
 			if p := progressLine(o.Status, s.redact); p.Line != "" && p.Line != w.progress {
 				w.progress = p.Line
 				if w.label != "" {
 					p.Line, p.Figures.Job = w.label+p.Line, w.job.ID
 				}
+				p.Points = pts
 				req.Progress(p)
+			} else if len(pts) > 0 {
+				req.Progress(progress.Report{Points: pts})
 			}
 			if o.State != stateRunning && !o.More {
 				w.ended = true
@@ -370,6 +398,109 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 		}
 	}
 	return more, failed, firstErr
+}
+
+// statusTailLen is how many status.json lines a wait remembers to find
+// where the new ones start.
+const statusTailLen = 4
+
+// statusPoints returns the points of the status.json lines of lines (the
+// end of the file, its first line maybe cut) that come after those w took
+// before, and remembers the last of them.
+func (s *Steps) statusPoints(w *watched, lines []string) []progress.Point {
+	fresh := newStatusLines(w.statusTail, lines)
+	if len(w.statusTail) == 0 && w.statusSeen != "" {
+		// Resumed: the lines after the last one an earlier attempt took.
+		for j := len(lines) - 1; j >= 0; j-- {
+			if lineHash(lines[j]) == w.statusSeen {
+				fresh = lines[j+1:]
+				break
+			}
+		}
+	}
+	if len(lines) > 0 {
+		w.statusTail = append([]string(nil), lines[max(len(lines)-statusTailLen, 0):]...)
+		w.statusSeen = lineHash(lines[len(lines)-1])
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	var pts []progress.Point
+	for _, l := range fresh {
+		pts = append(pts, progressLine(l, s.redact).Points...)
+	}
+	if len(pts) > 0 {
+		w.fromStatus = true
+	}
+	return pts
+}
+
+// lineHash names a status.json line without holding its text (which may
+// hold what the redactor would change): its sha256, hex.
+func lineHash(line string) string {
+	h := sha256.Sum256([]byte(line))
+	return hex.EncodeToString(h[:])
+}
+
+// priorStatusSeen reads what an earlier attempt of this wait recorded of
+// the status.json lines it took (RecordStatusSeen) into each job.
+func priorStatusSeen(req Request, ws []*watched) map[string]string {
+	seen := map[string]string{}
+	if raw := req.Facts[RecordStatusSeen]; raw == "" || json.Unmarshal([]byte(raw), &seen) != nil {
+		return map[string]string{}
+	}
+	for _, w := range ws {
+		w.statusSeen = seen[w.job.ID]
+	}
+	return seen
+}
+
+// recordStatusSeen records the hash of the last status.json line each job
+// gave when that changed since last, and returns what it recorded.
+func recordStatusSeen(req Request, ws []*watched, last map[string]string) map[string]string {
+	if req.Record == nil {
+		return last
+	}
+	now := make(map[string]string, len(ws))
+	changed := false
+	for _, w := range ws {
+		if w.statusSeen != "" {
+			now[w.job.ID] = w.statusSeen
+			changed = changed || last[w.job.ID] != w.statusSeen
+		}
+	}
+	if !changed {
+		return last
+	}
+	b, err := json.Marshal(now)
+	if err != nil {
+		return last
+	}
+	req.Record(RecordStatusSeen, string(b))
+	return now
+}
+
+// newStatusLines returns the lines of lines after the last place where
+// tail (the last lines taken before) ends: all of them when tail is not
+// found (a first poll, or more new lines than the window holds), where
+// the window's start may cut tail short.
+func newStatusLines(tail, lines []string) []string {
+	if len(tail) == 0 {
+		return lines
+	}
+	for j := len(lines) - 1; j >= 0; j-- {
+		match := true
+		for k := 0; k < len(tail) && j-k >= 0; k++ {
+			if lines[j-k] != tail[len(tail)-1-k] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return lines[j+1:]
+		}
+	}
+	return lines
 }
 
 // maxPartial bounds the unfinished last line a wait holds back: output
@@ -413,6 +544,17 @@ func (s *Steps) flushLog(req Request, w *watched) {
 func (s *Steps) writeLines(req Request, w *watched, b []byte) {
 	if len(b) == 0 {
 		return
+	}
+	if !w.fromStatus {
+		for line := range bytes.FieldsFuncSeq(b, func(r rune) bool { return r == '\n' || r == '\r' }) {
+			// A cheap look first: most output lines hold no counter.
+			if low := bytes.ToLower(line); len(line) <= 1024 && (bytes.Contains(low, []byte("epoch")) || bytes.Contains(low, []byte("step")) || bytes.Contains(low, []byte("iter"))) {
+				for _, p := range progress.ParseLine(string(line)) {
+					p.Metric = s.redact.Redact(oneLine(p.Metric))
+					w.points = append(w.points, p)
+				}
+			}
+		}
 	}
 	if w.label == "" {
 		_, _ = req.Log.Write(b)

@@ -167,9 +167,11 @@ var errPortTaken = errors.New("port already in use")
 // refuses connections (exit 255). A sandbox next to which a file
 // <sandbox>.hang exists is a hung machine (a VM thrashing on memory, a hung
 // disk or home): connections and the master connection are fine, but every
-// session started from then on never answers and never ends (see Hang).
-// A sandbox's file .sandbox-env, when present, is sourced first: the
-// profile of a login node (the Slurm tests export SLURM_CONF there).
+// session started from then on never answers and never ends (see Hang). A
+// directory <sandbox>.bin holds the machine's own commands, first on PATH
+// (the fake brev's shutdown). A sandbox's file .sandbox-env, when present,
+// is sourced first: the profile of a login node (the Slurm tests export
+// SLURM_CONF there).
 const sandboxScript = `#!/bin/sh
 if [ -n "$TF_SANDBOX" ] && [ -e "$TF_SANDBOX.down" ]; then
 	echo "ssh: connect to host $(basename "$TF_SANDBOX") port 22: Connection refused" >&2
@@ -180,6 +182,7 @@ if [ -n "$TF_SANDBOX" ] && [ -e "$TF_SANDBOX.hang" ]; then
 fi
 if [ -n "$TF_SANDBOX" ]; then
 	HOME=$TF_SANDBOX; export HOME
+	if [ -d "$TF_SANDBOX.bin" ]; then PATH=$TF_SANDBOX.bin:$PATH; export PATH; fi
 	cd "$HOME" || exit 1
 	# A login node's profile (SLURM_CONF for a Slurm login node).
 	if [ -f "$HOME/.sandbox-env" ]; then . "$HOME/.sandbox-env"; fi
