@@ -34,6 +34,7 @@ type applyFlags struct {
 	clean    bool
 	yes      bool   // create billed instances without asking
 	brev     string // --brev-binary: the brev CLI the user names
+	report   string // --report: the run's report, written at its end
 }
 
 func newApplyCmd(sio stdio, g *globals) *cobra.Command {
@@ -124,6 +125,7 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
 	cmd.Flags().StringVar(&f.name, "name", "", "a readable `NAME` for the run, unique in the state (status and logs accept it for the run id)")
 	cmd.Flags().StringArrayVar(&f.tags, "tag", nil, "tag the run: `KEY=VALUE` (repeatable; over the plan's tags:)")
+	cmd.Flags().StringVar(&f.report, "report", "", "at the end, write the run's page as one self-contained HTML `FILE` (taoflow report)")
 	cmd.Flags().BoolVar(&f.clean, "require-clean", false, "refuse to run a plan whose git repository has uncommitted changes")
 	_ = cmd.RegisterFlagCompletionFunc("resume", func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return runCompletion(g, false)(cmd, nil, toComplete)
@@ -265,6 +267,9 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	}
 	view.Outcome(o)
 	reportNotify(errOut, a.Notify(parent, o))
+	if f.report != "" {
+		reportAfterApply(parent, errOut, g.stateDir, a.ID, f.report)
+	}
 	if o.ExitCode == exitOK {
 		return nil
 	}
