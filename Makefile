@@ -21,7 +21,7 @@ PKGS      := ./...
 # What the tests run for real: an OpenSSH server, a Docker registry with
 # htpasswd auth, the AWS CLI and an S3 gateway (versitygw). The Docker Engine
 # itself must already be running.
-DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils shellcheck
+DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils shellcheck chromium
 VERSITYGW := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 # What the benchmarks also run: the peers they are compared with (rsync,
 # make, go-task) and strace, which counts a job's processes.
