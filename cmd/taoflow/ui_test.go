@@ -106,7 +106,7 @@ func startUI(t *testing.T, bin, dir string, env []string) string {
 			}
 		case <-time.After(10 * time.Second):
 			_ = ui.Process.Kill()
-			<-done
+			_ = <-done
 			t.Errorf("taoflow ui did not stop within 10s of Ctrl-C")
 		}
 	})
@@ -194,7 +194,7 @@ func TestUIBrowser(t *testing.T) {
 	text := func(c context.Context, sel string) string {
 		t.Helper()
 		q, _ := json.Marshal(sel)
-		v, err := chromedp.Run(c, chromedp.Evaluate[string](`(function(){var e=document.querySelector(` + string(q) + `);return e?e.innerText:"";})()`))
+		v, err := chromedp.Run(c, chromedp.Evaluate[string](`(function(){var e=document.querySelector(`+string(q)+`);return e?e.innerText:"";})()`))
 		if err != nil {
 			t.Fatalf("read %s: %v", sel, err)
 		}
