@@ -143,10 +143,13 @@ func TestUIBrowser(t *testing.T) {
 	if err := apply.Start(); err != nil {
 		t.Fatal(err)
 	}
-	applied := make(chan int, 1)
+	// applied closes when apply has exited, with its status in applyCode.
+	applied := make(chan struct{})
+	applyCode := -1
 	go func() {
 		_ = apply.Wait()
-		applied <- apply.ProcessState.ExitCode()
+		applyCode = apply.ProcessState.ExitCode()
+		close(applied)
 	}()
 	t.Cleanup(func() {
 		select {
@@ -157,6 +160,7 @@ func TestUIBrowser(t *testing.T) {
 			case <-applied:
 			case <-time.After(30 * time.Second):
 				_ = apply.Process.Kill()
+				<-applied
 			}
 		}
 	})
@@ -263,6 +267,13 @@ func TestUIBrowser(t *testing.T) {
 		t.Fatal("the jobs' processes are not running")
 	}
 	screenshot(t, ctx, "ui-run.png")
+	// On a phone's screen the page does not scroll sideways: wide tables
+	// scroll inside their own box.
+	do("a phone's screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	if w := eval(`document.documentElement.scrollWidth <= window.innerWidth`); w != "true" {
+		t.Errorf("on a 390 px screen the run page is %s px wide", eval(`document.documentElement.scrollWidth`))
+	}
+	do("back to a desktop screen", chromedp.EmulateViewport(1280, 900))
 
 	// A node's log, followed.
 	do("open a node's log", chromedp.Click(chromedp.CSS(`#f-cells tbody tr a`)), chromedp.WaitVisible(chromedp.ID(`log`)))
@@ -275,9 +286,9 @@ func TestUIBrowser(t *testing.T) {
 	// Cancel from the page: the apply is interrupted and tears down.
 	do("cancel the run", chromedp.Navigate(runURL), chromedp.WaitVisible(chromedp.ID(`cancel`)), chromedp.Click(chromedp.ID(`cancel`)))
 	select {
-	case code := <-applied:
-		if code != 130 {
-			t.Fatalf("apply after the UI's cancel: exit %d, want 130\n%s", code, tail(applyOut.String(), 3000))
+	case <-applied:
+		if applyCode != 130 {
+			t.Fatalf("apply after the UI's cancel: exit %d, want 130\n%s", applyCode, tail(applyOut.String(), 3000))
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("apply still runs 60s after the UI's cancel\n%s", tail(applyOut.String(), 3000))
