@@ -63,7 +63,12 @@ func (x *execution) attempts(ctx context.Context, nr *nodeRun, inst string, upst
 			RunID: x.cfg.RunID, Node: n, Instance: inst, With: with, Attempt: attempt, Log: log, Upstream: upstream, Slot: slot,
 			Salvage: nr.salvage, Partial: nr.partial,
 			Progress: func(p progress.Report) {
-				x.emit(Event{Type: NodeProgress, Node: n.ID, Step: n.Step.ID, Instance: inst, Message: p.Line, Progress: &p.Figures})
+				if p.Line != "" {
+					x.emit(Event{Type: NodeProgress, Node: n.ID, Step: n.Step.ID, Instance: inst, Message: p.Line, Progress: &p.Figures})
+				}
+				if len(p.Points) > 0 {
+					x.emit(Event{Type: NodeMetrics, Node: n.ID, Step: n.Step.ID, Instance: inst, Points: p.Points})
+				}
 			},
 			Release: func(ctx context.Context, force bool) error {
 				reply := make(chan error, 1)

@@ -12,5 +12,6 @@
 // The engine never prints and never imports a concrete platform. A node's
 // progress reaches it as a progress.Report (Task.Progress) and leaves as a
 // NodeProgress Event with the line in Message and the figures in
-// Event.Progress.
+// Event.Progress; the metric values it brings for the run's series leave
+// as a NodeMetrics Event (Event.Points).
 package engine

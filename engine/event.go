@@ -43,9 +43,12 @@ const (
 	NodeRetrying     EventType = "node-retrying"
 	// NodeSalvage: an upload or fetch that would not have run starts to
 	// salvage the results on its instance before it goes (salvage.go).
-	NodeSalvage    EventType = "node-salvage"
-	NodeLog        EventType = "node-log"
-	NodeProgress   EventType = "node-progress"
+	NodeSalvage  EventType = "node-salvage"
+	NodeLog      EventType = "node-log"
+	NodeProgress EventType = "node-progress"
+	// NodeMetrics brings metric values a job reported (Event.Points), for
+	// the run's series; the views show nothing of it.
+	NodeMetrics    EventType = "node-metrics"
 	NodeEnded      EventType = "node-ended"
 	FinallyStarted EventType = "finally-started"
 	RunEnded       EventType = "run-ended"
@@ -65,6 +68,8 @@ type Event struct {
 	Message  string    `json:"message,omitempty"`
 	// Progress is, on a NodeProgress event, what Message says as figures.
 	Progress *progress.Figures `json:"progress,omitempty"`
+	// Points are, on a NodeMetrics event, the metric values reported.
+	Points []progress.Point `json:"points,omitempty"`
 }
 
 // Observer receives events.

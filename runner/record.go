@@ -78,7 +78,7 @@ func (r *recorder) record(e engine.Event) {
 
 func (r *recorder) write(e engine.Event) {
 	ctx := context.Background()
-	if e.Type != engine.NodeLog {
+	if e.Type != engine.NodeLog && e.Type != engine.NodeMetrics {
 		data := map[string]string{}
 		if e.State != "" {
 			data["state"] = string(e.State)
@@ -104,6 +104,9 @@ func (r *recorder) write(e engine.Event) {
 	switch e.Type {
 	case engine.NodeLog:
 		r.check(r.store.AppendLog(r.run, e.Node, []byte(e.Message+"\n")))
+		return
+	case engine.NodeMetrics:
+		r.check(r.store.AppendPoints(ctx, r.run, points(n, e)))
 		return
 	case engine.NodePlaced:
 		n.Instance = e.Instance
@@ -133,6 +136,35 @@ func (r *recorder) write(e engine.Event) {
 		return
 	}
 	r.check(r.store.PutNode(ctx, *n))
+}
+
+// points are e's points as the state keeps them: in the series of node
+// n's cell, or, for a node without one, of the job that reported them (a
+// run step's job on one instance), else of the node itself. A point
+// without a time gets the event's.
+func points(n *state.Node, e engine.Event) []state.Point {
+	out := make([]state.Point, 0, len(e.Points))
+	for _, p := range e.Points {
+		sp := state.Point{Cell: SeriesKey(n.Cell, p.Job, n.ID), Node: n.ID, Epoch: p.Epoch, Step: p.Step, Time: p.Time, Metric: p.Metric, Value: p.Value}
+		if sp.Time.IsZero() {
+			sp.Time = e.Time
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// SeriesKey is the key of a series in the state (state.Point.Cell): the
+// matrix cell's id, else the job's id, else the node's id. A results row
+// finds its series by SeriesKey(row.Cell, row.Job, "").
+func SeriesKey(cell, job, node string) string {
+	switch {
+	case cell != "":
+		return cell
+	case job != "":
+		return job
+	}
+	return node
 }
 
 // errors is how many writes to the state failed so far.

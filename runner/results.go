@@ -40,14 +40,20 @@ type ResultRow struct {
 	// says which and why.
 	Partial    bool   `json:"partial,omitempty"`
 	PartialWhy string `json:"partial_why,omitempty"`
+	// Series are the metric values the job reported while it ran (its
+	// cell's series, SeriesKey), by metric then arrival; at most
+	// state.MaxPoints per metric, thinned evenly beyond.
+	Series []state.Point `json:"series,omitempty"`
 }
 
 // ResultTable is a run's results: its jobs with their metrics.
 type ResultTable struct {
-	RunID   string      `json:"run_id"`
-	Keys    []string    `json:"matrix_keys"` // the matrix keys, in the plan's order
-	Metrics []string    `json:"metrics"`     // every metric name, sorted
-	Rows    []ResultRow `json:"rows"`
+	RunID   string   `json:"run_id"`
+	Keys    []string `json:"matrix_keys"` // the matrix keys, in the plan's order
+	Metrics []string `json:"metrics"`     // every metric name, sorted
+	// SeriesMetrics are the metric names of the rows' series, sorted.
+	SeriesMetrics []string    `json:"series_metrics,omitempty"`
+	Rows          []ResultRow `json:"rows"`
 }
 
 // stateRank orders node states for a row's state, worst first.
@@ -132,6 +138,11 @@ func Results(ctx context.Context, store *state.Store, runID string) (ResultTable
 	}
 	// An array, never null, when no job reported a metric (docs/json.md).
 	t.Metrics = append(t.Metrics, slices.Sorted(maps.Keys(names))...)
+	pts, err := store.Series(ctx, runID)
+	if err != nil {
+		return ResultTable{}, err
+	}
+	attachSeries(&t, pts)
 	return t, nil
 }
 

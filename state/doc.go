@@ -1,6 +1,7 @@
 // Package state owns taoflow's record of what a run did and what it may have
 // left behind: runs, the nodes of their graphs, the resources they created,
-// the event stream and the per-node log files.
+// the event stream, the per-node log files and the metric series a run's
+// jobs reported (series.go: bounded, thinned evenly beyond MaxPoints).
 //
 // It exists so that teardown survives the process: every resource is recorded
 // as an intent before it is created, then marked created, then deleted, so

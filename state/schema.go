@@ -92,6 +92,22 @@ CREATE TABLE run_records (
 	// 5: a node's progress figures (JSON, '' for none) beside its line;
 	// fills[5] reads them from the lines of nodes recorded before.
 	`ALTER TABLE nodes ADD COLUMN progress_figures TEXT NOT NULL DEFAULT '';`,
+	// 6: metric series, a point per metric value a job reported
+	// (series.go): seq is its arrival number in (run_id, cell, metric).
+	`
+CREATE TABLE IF NOT EXISTS series (
+	run_id TEXT    NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	cell   TEXT    NOT NULL,
+	metric TEXT    NOT NULL,
+	seq    INTEGER NOT NULL,
+	node   TEXT    NOT NULL,
+	epoch  REAL,
+	step   INTEGER,
+	time   INTEGER NOT NULL,
+	value  REAL    NOT NULL,
+	PRIMARY KEY (run_id, cell, metric, seq)
+) WITHOUT ROWID;
+`,
 }
 
 // fills[v] runs after migrations[v-1], in the same transaction, to fill
@@ -145,6 +161,7 @@ type stmts struct {
 	recordIntent, resourceID, markCreated, markDeleted          *sql.Stmt
 	markFailed, markState, resource, resources, alive, aliveAll *sql.Stmt
 	appendEvent, events, indexLog, logNodes                     *sql.Stmt
+	insertPoint, deletePoint, thinSeries, lastPoint, series     *sql.Stmt
 	all                                                         []*sql.Stmt
 }
 
@@ -203,6 +220,12 @@ func (s *Store) prepare() error {
 		{&s.st.events, `SELECT ` + eventCols + ` FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`},
 		{&s.st.indexLog, `INSERT OR IGNORE INTO logs (run_id, node, path) VALUES (?, ?, ?)`},
 		{&s.st.logNodes, `SELECT node FROM logs WHERE run_id = ? ORDER BY rowid`},
+
+		{&s.st.insertPoint, `INSERT INTO series (run_id, cell, metric, seq, node, epoch, step, time, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&s.st.deletePoint, `DELETE FROM series WHERE run_id = ? AND cell = ? AND metric = ? AND seq = ?`},
+		{&s.st.thinSeries, `DELETE FROM series WHERE run_id = ? AND cell = ? AND metric = ? AND seq % ? != 0`},
+		{&s.st.lastPoint, `SELECT MAX(seq) FROM series WHERE run_id = ? AND cell = ? AND metric = ?`},
+		{&s.st.series, `SELECT cell, metric, seq, node, epoch, step, time, value FROM series WHERE run_id = ? ORDER BY cell, metric, seq`},
 	}
 	for _, p := range list {
 		st, err := s.db.Prepare(p.sql)

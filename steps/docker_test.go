@@ -101,6 +101,12 @@ func TestContainerEndToEnd(t *testing.T) {
 	if p := prog.get(); len(p) == 0 || !strings.HasPrefix(p[len(p)-1], "epoch 3/3 loss 0.25") {
 		t.Errorf("progress = %q, want it to end on epoch 3/3", p)
 	}
+	// Each status.json line the container wrote is a point, once; its
+	// output's "Epoch 3/3: loss=" lines give none beside them.
+	wantPts := []string{job + " loss 1=0.5", job + " loss 2=0.3333333333333333", job + " loss 3=0.25"}
+	if diff := cmp.Diff(wantPts, prog.series()); diff != "" {
+		t.Errorf("points (-want +got):\n%s", diff)
+	}
 	// docker inspect shows the key only in the environment of the job that
 	// asked for it (env: [NGC_KEY]): not in its command, labels or other
 	// settings, and not in the image.

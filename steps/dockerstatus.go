@@ -85,13 +85,11 @@ func parseDockerStatus(out []byte, probes []probe) ([]observation, []int, error)
 			return nil, nil, fmt.Errorf("job %d: log ended after %d bytes, want %d", i, len(o.Log), chunk)
 		}
 		o.More = size > p.Offset+chunk
-		l, err := r.ReadString('\n')
-		if err != nil || !strings.HasPrefix(l, "@status ") {
-			return nil, nil, fmt.Errorf("job %d: missing status line after the log", i)
+		lines, l, err := readStatus(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("job %d: %w", i, err)
 		}
-		// status.json's carriage returns go here, not in a process on
-		// the instance.
-		mtime, line, _ := strings.Cut(strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(l, "@status "), "\n"), "\r", ""), " ")
+		mtime, line, _ := strings.Cut(l, " ")
 		st, ok := found[p.ID]
 		if !ok {
 			missing = append(missing, i)
@@ -99,9 +97,9 @@ func parseDockerStatus(out []byte, probes []probe) ([]observation, []int, error)
 		}
 		mapContainer(o, st, now)
 		if mt, err := strconv.ParseInt(mtime, 10, 64); err == nil && !st.StartedAt.IsZero() && mt > 0 && mt < st.StartedAt.Unix() {
-			line = "" // written by an earlier attempt
+			line, lines = "", nil // written by an earlier attempt
 		}
-		o.Status = line
+		o.Status, o.StatusLines = line, lines
 	}
 	return obs, missing, nil
 }

@@ -169,14 +169,36 @@ func (l *logBuf) String() string {
 
 // progressLog records progress lines.
 type progressLog struct {
-	mu    sync.Mutex
-	lines []string
+	mu     sync.Mutex
+	lines  []string
+	points []progress.Point
 }
 
 func (p *progressLog) add(r progress.Report) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lines = append(p.lines, r.Line)
+	if r.Line != "" {
+		p.lines = append(p.lines, r.Line)
+	}
+	p.points = append(p.points, r.Points...)
+}
+
+// series is every point reported, as "job metric epoch=value" lines.
+func (p *progressLog) series() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, pt := range p.points {
+		e := "-"
+		if pt.Epoch != nil {
+			e = strconv.FormatFloat(*pt.Epoch, 'g', -1, 64)
+		}
+		if pt.Time.IsZero() {
+			e += " (no time)"
+		}
+		out = append(out, fmt.Sprintf("%s %s %s=%g", pt.Job, pt.Metric, e, pt.Value))
+	}
+	return out
 }
 
 func (p *progressLog) get() []string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -203,15 +204,34 @@ func parseStatus(out []byte, probes []probe) ([]observation, error) {
 			return nil, fmt.Errorf("job %d: log ended after %d bytes, want %d", i, len(o.Log), chunk)
 		}
 		o.More = size > probes[i].Offset+chunk
-		l, err := r.ReadString('\n')
-		if err != nil || !strings.HasPrefix(l, "@status ") {
-			return nil, fmt.Errorf("job %d: missing status line after the log", i)
+		lines, l, err := readStatus(r)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
 		}
-		// status.json's carriage returns go here, not in a process on
-		// the instance.
-		o.Status = strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(l, "@status "), "\n"), "\r", "")
+		o.Status, o.StatusLines = l, lines
 	}
 	return obs, nil
+}
+
+// readStatus reads what a status script prints of a job's status.json
+// after its log bytes: "@st LINE" for each line of the file's end, then
+// "@status REST". status.json's carriage returns are dropped here, not in
+// a process on the instance.
+func readStatus(r *bufio.Reader) (lines []string, rest string, err error) {
+	for {
+		l, err := r.ReadString('\n')
+		l = strings.ReplaceAll(strings.TrimSuffix(l, "\n"), "\r", "")
+		switch {
+		case err != nil:
+			return nil, "", errors.New("missing status line after the log")
+		case strings.HasPrefix(l, "@st "):
+			lines = append(lines, l[len("@st "):])
+		case strings.HasPrefix(l, "@status "):
+			return lines, l[len("@status "):], nil
+		default:
+			return nil, "", errors.New("missing status line after the log")
+		}
+	}
 }
 
 // cancelScript stops the jobs ids (scripts/proc-cancel.sh).

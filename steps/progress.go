@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -24,7 +25,7 @@ import (
 // of epoch, loss, a kpi or eta shows its message. Anything that is not a
 // JSON object gives a report with an empty Line. Texts the job wrote are
 // redacted by red before they are clipped; the figures hold the same texts.
-func progressLine(line string, red *secret.Redactor) progress.Report {
+func progressLine(line string, red *secret.Redactor) (r progress.Report) {
 	line = strings.TrimSpace(line)
 	if !strings.HasPrefix(line, "{") {
 		return progress.Report{}
@@ -32,13 +33,16 @@ func progressLine(line string, red *secret.Redactor) progress.Report {
 	dec := json.NewDecoder(strings.NewReader(line))
 	dec.UseNumber()
 	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
+	if err := dec.Decode(&m); err != nil || dec.InputOffset() != int64(len(line)) {
+		// Not one whole object: a line cut at the start of the end of
+		// the file the wait reads holds the tail of one.
 		return progress.Report{}
 	}
 	var (
 		parts []string
 		f     progress.Figures
 	)
+	defer func() { r.Points = linePoints(m, f.Epoch, red) }()
 	if ep, ok := number(m["epoch"]); ok {
 		f.Epoch = figure(ep)
 		if maxEp, ok := number(m["max_epoch"]); ok {
@@ -67,6 +71,44 @@ func progressLine(line string, red *secret.Redactor) progress.Report {
 		return progress.Report{}
 	}
 	return progress.Report{Line: strings.Join(parts, " "), Figures: f}
+}
+
+// linePoints are the metrics of a status.json line as points of the
+// series, at full precision: its top-level loss and every numeric kpi,
+// names redacted by red.
+func linePoints(m map[string]any, epoch *float64, red *secret.Redactor) []progress.Point {
+	var pts []progress.Point
+	add := func(name string, v any) {
+		if x, ok := fullNumber(v); ok {
+			pts = append(pts, progress.Point{Epoch: epoch, Metric: name, Value: x})
+		}
+	}
+	add("loss", m["loss"])
+	kpi, _ := m["kpi"].(map[string]any)
+	for _, k := range slices.Sorted(maps.Keys(kpi)) {
+		if k != "loss" || m["loss"] == nil {
+			add(red.Clip(oneLine(k), 64), kpi[k])
+		}
+	}
+	return pts
+}
+
+// fullNumber is a JSON number (or numeric string) as a float64, when it
+// is a finite one.
+func fullNumber(v any) (float64, bool) {
+	var (
+		f   float64
+		err error
+	)
+	switch x := v.(type) {
+	case json.Number:
+		f, err = x.Float64()
+	case string:
+		f, err = strconv.ParseFloat(strings.TrimSpace(x), 64)
+	default:
+		return 0, false
+	}
+	return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 }
 
 // figure is a number as number formats it, read back as the value shown.

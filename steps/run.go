@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/platform"
 )
 
@@ -91,10 +92,17 @@ type watched struct {
 	offset   int64  // log bytes seen
 	partial  []byte // an unfinished last log line
 	progress string
-	note     string // the last Note logged
-	age      time.Duration
-	ended    bool  // terminal and its log read to the end
-	err      error // its outcome once ended
+	// statusTail is the last few status.json lines taken as points; the
+	// next poll takes the lines after them (newStatusLines).
+	statusTail []string
+	// fromStatus: status.json has given points, so output lines give
+	// none (a TAO job prints what it writes there).
+	fromStatus bool
+	points     []progress.Point // from output lines, since the last report
+	note       string           // the last Note logged
+	age        time.Duration
+	ended      bool  // terminal and its log read to the end
+	err        error // its outcome once ended
 }
 
 // wait follows req.Jobs until every one has ended, streaming their logs.
@@ -349,12 +357,25 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 					fmt.Fprintf(req.Log, "%sjob %s: %s\n", w.label, w.job.ID, s.redact.Redact(o.Note))
 				}
 			}
+			pts := s.statusPoints(w, o.StatusLines)
+			if w.fromStatus {
+				w.points = nil
+			}
+			pts = append(pts, w.points...)
+			w.points = nil
+			now := time.Now().UTC()
+			for i := range pts {
+				pts[i].Job, pts[i].Time = w.job.ID, now
+			}
 			if p := progressLine(o.Status, s.redact); p.Line != "" && p.Line != w.progress {
 				w.progress = p.Line
 				if w.label != "" {
 					p.Line, p.Figures.Job = w.label+p.Line, w.job.ID
 				}
+				p.Points = pts
 				req.Progress(p)
+			} else if len(pts) > 0 {
+				req.Progress(progress.Report{Points: pts})
 			}
 			if o.State != stateRunning && !o.More {
 				w.ended = true
@@ -364,6 +385,52 @@ func (s *Steps) observe(ctx context.Context, req Request, ws []*watched) (more b
 		}
 	}
 	return more, failed, firstErr
+}
+
+// statusTailLen is how many status.json lines a wait remembers to find
+// where the new ones start.
+const statusTailLen = 4
+
+// statusPoints returns the points of the status.json lines of lines (the
+// end of the file, its first line maybe cut) that come after those w took
+// before, and remembers the last of them.
+func (s *Steps) statusPoints(w *watched, lines []string) []progress.Point {
+	fresh := newStatusLines(w.statusTail, lines)
+	if len(fresh) == 0 {
+		return nil
+	}
+	var pts []progress.Point
+	for _, l := range fresh {
+		pts = append(pts, progressLine(l, s.redact).Points...)
+	}
+	if len(pts) > 0 {
+		w.fromStatus = true
+	}
+	w.statusTail = append([]string(nil), lines[max(len(lines)-statusTailLen, 0):]...)
+	return pts
+}
+
+// newStatusLines returns the lines of lines after the last place where
+// tail (the last lines taken before) ends: all of them when tail is not
+// found (a first poll, or more new lines than the window holds), where
+// the window's start may cut tail short.
+func newStatusLines(tail, lines []string) []string {
+	if len(tail) == 0 {
+		return lines
+	}
+	for j := len(lines) - 1; j >= 0; j-- {
+		match := true
+		for k := 0; k < len(tail) && j-k >= 0; k++ {
+			if lines[j-k] != tail[len(tail)-1-k] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return lines[j+1:]
+		}
+	}
+	return lines
 }
 
 // maxPartial bounds the unfinished last line a wait holds back: output
@@ -407,6 +474,17 @@ func (s *Steps) flushLog(req Request, w *watched) {
 func (s *Steps) writeLines(req Request, w *watched, b []byte) {
 	if len(b) == 0 {
 		return
+	}
+	if !w.fromStatus {
+		for line := range bytes.FieldsFuncSeq(b, func(r rune) bool { return r == '\n' || r == '\r' }) {
+			// A cheap look first: most output lines hold no counter.
+			if low := bytes.ToLower(line); len(line) <= 1024 && (bytes.Contains(low, []byte("epoch")) || bytes.Contains(low, []byte("step")) || bytes.Contains(low, []byte("iter"))) {
+				for _, p := range progress.ParseLine(string(line)) {
+					p.Metric = s.redact.Redact(oneLine(p.Metric))
+					w.points = append(w.points, p)
+				}
+			}
+		}
 	}
 	if w.label == "" {
 		_, _ = req.Log.Write(b)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/taoflow/taoflow/internal/progress"
 	"github.com/taoflow/taoflow/internal/testrig"
@@ -57,6 +58,72 @@ printf 'no newline at the end'`
 		if !strings.HasPrefix(l, "epoch ") {
 			t.Errorf("progress line %q is not an epoch line", l)
 		}
+	}
+	// Every status.json line is a point, once, however many lines one
+	// poll found; the output lines hold no figures.
+	wantPts := []string{id + " loss 1=0.1", id + " loss 2=0.2", id + " loss 3=0.3", id + " loss 4=0.4", id + " loss 5=0.5"}
+	if diff := cmp.Diff(wantPts, prog.series()); diff != "" {
+		t.Errorf("points (-want +got):\n%s", diff)
+	}
+}
+
+// TestWaitOutputPoints: a job without status.json that prints plain
+// "epoch N/M loss X acc Y" lines gives their points, every line once.
+// A job that has status.json too gives its points from there only (a TAO
+// job prints what it writes there).
+func TestWaitOutputPoints(t *testing.T) {
+	e := newEnv(t)
+	const id, tao = "tf-r1-plain-a", "tf-r1-tao-a"
+	e.runJob(t, e.steps, id, with("command", `for i in 1 2 3; do echo "Epoch $i/3: loss=0.$i acc 0.9$i eta 0:00:0$i"; echo "saving checkpoint"; done`))
+	e.runJob(t, e.steps, tao, with("command", `mkdir -p "$HOME/res2"
+for i in 1 2; do
+	printf '{"epoch": %d, "kpi": {"loss": 0.%d, "acc": 0.5}}\n' $i $i >> "$HOME/res2/status.json"
+	echo "epoch $i loss 0.$i acc 0.5"
+	sleep 0.1
+done`))
+	_, prog, err := e.waitJobs(t.Context(), e.steps, nil, Job{ID: id}, Job{ID: tao, Results: "~/res2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain, fromStatus []string
+	for _, p := range prog.series() {
+		if strings.HasPrefix(p, id) {
+			plain = append(plain, p)
+		} else {
+			fromStatus = append(fromStatus, p)
+		}
+	}
+	want := []string{id + " loss 1=0.1", id + " acc 1=0.91", id + " loss 2=0.2", id + " acc 2=0.92", id + " loss 3=0.3", id + " acc 3=0.93"}
+	if diff := cmp.Diff(want, plain); diff != "" {
+		t.Errorf("points of output lines (-want +got):\n%s", diff)
+	}
+	want = []string{tao + " acc 1=0.5", tao + " loss 1=0.1", tao + " acc 2=0.5", tao + " loss 2=0.2"}
+	if diff := cmp.Diff(want, fromStatus); diff != "" {
+		t.Errorf("points of a job with status.json (-want +got):\n%s", diff)
+	}
+}
+
+// TestNewStatusLines: the lines of a status.json's end after those taken
+// before, found by the last few taken (a line written again is new when
+// the lines before it differ).
+func TestNewStatusLines(t *testing.T) {
+	tests := map[string]struct {
+		tail, lines, want []string
+	}{
+		"first poll":          {nil, []string{"a", "b"}, []string{"a", "b"}},
+		"nothing new":         {[]string{"a", "b"}, []string{"a", "b"}, []string{}},
+		"two new":             {[]string{"a", "b"}, []string{"a", "b", "c", "d"}, []string{"c", "d"}},
+		"window moved":        {[]string{"a", "b"}, []string{"b", "c"}, []string{"c"}},
+		"a line again":        {[]string{"a", "x"}, []string{"a", "x", "x"}, []string{"x"}},
+		"tail gone (rewrite)": {[]string{"a", "b"}, []string{"p", "q"}, []string{"p", "q"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := newStatusLines(tt.tail, tt.lines)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -135,8 +135,11 @@ type observation struct {
 	// More is true when the log has bytes beyond them.
 	Log  []byte
 	More bool
-	// Status is the last line of the job's status.json, or "".
-	Status string
+	// Status is the last line of the job's status.json, or "";
+	// StatusLines the lines of its end (8 KiB, the first maybe cut), the
+	// last of them Status: the wait takes those after the last it saw.
+	Status      string
+	StatusLines []string
 	// Reason, when set, says why an ended job failed whatever its exit
 	// code ("oom", "start_failed: ...") or why it vanished.
 	Reason string

@@ -154,6 +154,13 @@ func TestParseStatus(t *testing.T) {
 				{State: stateExited, Code: 3, Canceled: true, Age: 2 * time.Second, Log: []byte{}},
 			},
 		},
+		"status.json's end": {
+			out: "@job 0 running 0 0 0 10 0\n@st {\"epoch\": 1}\r\n@st {\"epoch\": 2}\n@status {\"epoch\": 2}\n@job 1 exited 0 0 0 0 0\n@status \n",
+			want: []observation{
+				{State: stateRunning, Log: []byte{}, Status: `{"epoch": 2}`, StatusLines: []string{`{"epoch": 1}`, `{"epoch": 2}`}},
+				{State: stateExited, Log: []byte{}},
+			},
+		},
 		"log with newlines and @ lines": {
 			out: "@job 0 vanished 0 0 0 15 5\n@job\n@status x\n@job 1 missing 0 0 0 0 0\n@status \n",
 			want: []observation{

@@ -5,9 +5,11 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +23,7 @@ import (
 type resultFlags struct {
 	sort     string
 	csv      bool
+	series   bool     // results --csv: the series, long-form
 	cells    []string // results: only these cells
 	download string   // results: bring the uploads back into this directory
 	endpoint []string // results: the S3 endpoints confirmed for --download
@@ -41,8 +44,17 @@ lines in its results directory) held, and where its results were uploaded.
 Give CELL ids to show only those cells.
 
 --sort METRIC puts the best first (the lowest for a loss or an error, the
-highest otherwise). --json prints last and best values; --csv the same as
-CSV for a notebook.
+highest otherwise). --json prints last and best values, and each job's
+series: every metric value it reported while it ran (status.json lines,
+"epoch 3/10 loss 0.21" output lines), at most 4096 per metric, thinned
+evenly beyond; --csv the same table as CSV for a notebook, and --csv
+--series the series long-form, one row per point (run, step, cell, matrix
+values, metric, epoch, global_step, time, value).
+
+The table shows the main metric's curve (the --sort metric, else a loss)
+as a sparkline column, e.g. "LOSS CURVE ▇▅▃▂▁", drawn with block characters
+when LC_ALL, LC_CTYPE or LANG names UTF-8 and with ASCII ("#*+=-,._")
+otherwise.
 
 --download DIR brings the uploaded results back (of the CELLs given, or of
 every cell) from where their manifests say they went: s3:// through the
@@ -64,12 +76,16 @@ that endpoint with --endpoint-url URL (exit 2 names it): the AWS CLI sends
 your signed requests there.`,
 		Example: `  taoflow results latest --sort loss
   taoflow results sweep-1203 --csv > results.csv
+  taoflow results sweep-1203 --csv --series > curves.csv
   taoflow results latest lr-0.01 --download ./back`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && f.csv {
 				return usageError(fmt.Errorf("--json and --csv can't both be given"))
+			}
+			if f.series && !f.csv {
+				return usageError(fmt.Errorf("--series goes with --csv (--json has the series already)"))
 			}
 			ctx := cmd.Context()
 			store, err := openState(g.stateDir)
@@ -103,6 +119,8 @@ your signed requests there.`,
 			switch {
 			case asJSON:
 				return writeJSON(sio.out, t)
+			case f.csv && f.series:
+				return writeSeriesCSV(sio.out, t)
 			case f.csv:
 				return writeResultsCSV(sio.out, t)
 			}
@@ -110,12 +128,13 @@ your signed requests there.`,
 				fmt.Fprintf(sio.out, "run %s launched no jobs\n", run.ID)
 				return nil
 			}
-			return writeResults(escapeWriter{sio.out}, t)
+			return writeResultsBy(escapeWriter{sio.out}, t, f.sort)
 		},
 	}
 	cmd.Flags().StringVar(&f.sort, "sort", "", "sort by `METRIC`, best first")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&f.csv, "csv", false, "print CSV")
+	cmd.Flags().BoolVar(&f.series, "series", false, "with --csv: print every job's metric series, one row per point")
 	cmd.Flags().StringVar(&f.download, "download", "", "bring the uploaded results back into `DIR`, verified against their manifests")
 	cmd.Flags().StringArrayVar(&f.endpoint, "endpoint-url", nil, "confirm the S3 endpoint `URL` the state says an upload used (repeatable; --download asks for it)")
 	return cmd
@@ -180,6 +199,18 @@ func distinctSteps(t runner.ResultTable) int {
 
 // writeResults prints the table for a person: last values of the metrics.
 func writeResults(w io.Writer, t runner.ResultTable) error {
+	return writeResultsBy(w, t, "")
+}
+
+// writeResultsBy is writeResults with the curve of metric main (else
+// t.MainMetric's) in a sparkline column, when a row has its series.
+func writeResultsBy(w io.Writer, t runner.ResultTable, main string) error {
+	main = t.MainMetric(main)
+	curves := map[string][]float64{}
+	for _, c := range t.Curves(main) {
+		curves[c.Step+"\x00"+c.Name] = c.Y
+	}
+	glyphs := sparkGlyphs(os.Getenv)
 	tao := false
 	for _, r := range t.Rows {
 		tao = tao || r.NetworkArch != ""
@@ -191,6 +222,9 @@ func writeResults(w io.Writer, t runner.ResultTable) error {
 		head = append(head, "TAO")
 	}
 	head = append(head, t.Metrics...)
+	if len(curves) > 0 {
+		head = append(head, strings.ToUpper(main)+" CURVE")
+	}
 	head = append(head, "RESULTS")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	steps := distinctSteps(t)
@@ -214,6 +248,13 @@ func writeResults(w io.Writer, t runner.ResultTable) error {
 			} else {
 				line = append(line, "")
 			}
+		}
+		if len(curves) > 0 {
+			name := r.Cell
+			if name == "" {
+				name = "@" + r.Instance
+			}
+			line = append(line, sparkline(curves[r.Step+"\x00"+name], sparkWidth, glyphs))
 		}
 		res := strings.Join(r.Results, " ")
 		if r.Partial {
@@ -272,6 +313,40 @@ func writeResultsCSV(w io.Writer, t runner.ResultTable) error {
 		line = append(line, strings.Join(r.Results, " "), partial, r.PartialWhy)
 		if err := cw.Write(csvFields(line)); err != nil {
 			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// writeSeriesCSV prints every row's series long-form: one record per
+// point, with the row's matrix values, numbers in full precision, times
+// in RFC 3339 (UTC).
+func writeSeriesCSV(w io.Writer, t runner.ResultTable) error {
+	cw := csv.NewWriter(w)
+	head := []string{"run", "step", "cell"}
+	head = append(head, t.Keys...)
+	head = append(head, "metric", "epoch", "global_step", "time", "value")
+	if err := cw.Write(csvFields(head)); err != nil {
+		return err
+	}
+	for _, r := range t.Rows {
+		for _, p := range r.Series {
+			line := []string{t.RunID, r.Step, r.Cell}
+			for _, k := range t.Keys {
+				line = append(line, r.Matrix[k])
+			}
+			epoch, step := "", ""
+			if p.Epoch != nil {
+				epoch = strconv.FormatFloat(*p.Epoch, 'g', -1, 64)
+			}
+			if p.Step != nil {
+				step = strconv.FormatInt(*p.Step, 10)
+			}
+			line = append(line, p.Metric, epoch, step, p.Time.UTC().Format(time.RFC3339Nano), strconv.FormatFloat(p.Value, 'g', -1, 64))
+			if err := cw.Write(csvFields(line)); err != nil {
+				return err
+			}
 		}
 	}
 	cw.Flush()

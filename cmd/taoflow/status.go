@@ -455,7 +455,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 	}
 	if len(results.Rows) > 0 {
 		fmt.Fprintln(w)
-		if err := writeResults(w, results); err != nil {
+		if err := writeResultsBy(w, results, rf.sort); err != nil {
 			return err
 		}
 	}

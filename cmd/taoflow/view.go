@@ -229,6 +229,8 @@ func describe(e engine.Event) string {
 			s += ": " + e.Message
 		}
 		return s
+	case engine.NodeMetrics:
+		return "" // for the state's series; the progress line says it
 	case engine.FinallyStarted:
 		return "running finalizers"
 	case engine.RunEnded:

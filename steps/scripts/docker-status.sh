@@ -30,6 +30,27 @@
 # kept).
 tf_nl='
 '
+# tf_sttail FILE: sets tf_tail to the end of FILE (8 KiB, whose first line
+# may be cut: the reader drops lines that are not whole JSON objects) and
+# st to its last line.
+tf_tail=
+tf_sttail() {
+	tf_tail=$(tail -c 8192 "$1")
+	st=${tf_tail##*"$tf_nl"}
+}
+# tf_stlines: prints each line of tf_tail as "@st LINE" (then clears it),
+# with builtins only: the reader takes the lines after the last it saw.
+tf_stlines() {
+	tf_ifs=$IFS
+	IFS=$tf_nl
+	set -f
+	for tf_l in $tf_tail; do
+		printf '@st %s\n' "$tf_l"
+	done
+	set +f
+	IFS=$tf_ifs
+	tf_tail=
+}
 t=$(mktemp "${TMPDIR:-/tmp}/taoflow-poll.XXXXXX") || exit 1
 trap 'rm -f "$t" "$t.e" "$t.i"' EXIT
 echo "@now $(date +%s)"
@@ -132,10 +153,10 @@ tf_poll() {
 			mt=$(date -r "$tf_h/status.json" +%s 2>/dev/null || echo 0)
 			# The last line: the end of the file (4 KiB and its newline),
 			# after its last newline.
-			st=$(tail -c 4097 "$tf_h/status.json")
-			st=${st##*"$tf_nl"}
+			tf_sttail "$tf_h/status.json"
 		fi
 	fi
+	tf_stlines
 	printf '@status %s %s\n' "$mt" "$st"
 }
 tf_i=0
