@@ -37,13 +37,16 @@ type RunPage struct {
 	Failures  []Failure
 	Results   runner.ResultTable
 	Sort      string // the results' sort metric, "" for graph order
+	Choice    Choice // the charts' and the sort's choices, settled
+	// Metrics are the metrics the charts can show (the series' names).
+	Metrics []string
 	Left      []state.Resource
 	Next      []string // what to run when the apply is gone
 	Now       time.Time
 	Report    bool // rendered as a report: no links to the server, no script
 	Message   string
-	// Charts are the run's charts, as SVG markup (none until a run
-	// reported series).
+	// Charts are the run's charts, as SVG markup: the series (none until
+	// a job reported a metric), the heat map and the timeline.
 	Charts []Chart
 }
 
@@ -68,6 +71,7 @@ type Cell struct {
 	Node     string   // that node's id (its log)
 	Instance string
 	Epoch    string // "3/10", "" when none reported
+	Spark    string // the main metric's curve, inline SVG ("" without one)
 	Metrics  []Metric
 	State    string
 	Time     string
@@ -107,7 +111,7 @@ type Failure struct {
 const FailureTailLines = 20
 
 // loadRun reads run id of store into a page.
-func loadRun(ctx context.Context, store *state.Store, key, dir, id, sortBy string, now time.Time) (*RunPage, error) {
+func loadRun(ctx context.Context, store *state.Store, key, dir, id string, choice Choice, report bool, now time.Time) (*RunPage, error) {
 	r, err := store.Run(ctx, id)
 	if err != nil {
 		return nil, err
@@ -124,13 +128,19 @@ func loadRun(ctx context.Context, store *state.Store, key, dir, id, sortBy strin
 	if err != nil {
 		return nil, err
 	}
-	if sortBy != "" && slices.Contains(results.Metrics, sortBy) {
-		if err := results.Sort(sortBy); err != nil {
+	for _, m := range results.Metrics {
+		if choice.Sort != m && choice.Sort == Clean(m) {
+			choice.Sort = m // as the page's form sends it back
+		}
+	}
+	if choice.Sort != "" && slices.Contains(results.Metrics, choice.Sort) {
+		if err := results.Sort(choice.Sort); err != nil {
 			return nil, err
 		}
 	} else {
-		sortBy = ""
+		choice.Sort = ""
 	}
+	choice.settle(results)
 	cost, err := pricing.Costs(ctx, store, id, now)
 	if err != nil {
 		return nil, err
@@ -145,11 +155,12 @@ func loadRun(ctx context.Context, store *state.Store, key, dir, id, sortBy strin
 	}
 	p := &RunPage{Key: key, Dir: dir, Run: r, Record: rec, Git: gitOf(rec.Provenance),
 		Alive: runner.ApplyAlive(r), Gone: runner.ApplyGone(r), Duration: runDuration(r, now),
-		Cost: cost, Keys: results.Keys, Results: results, Sort: sortBy, Left: alive, Now: now}
+		Cost: cost, Keys: results.Keys, Results: results, Sort: choice.Sort, Choice: choice, Metrics: results.SeriesMetrics,
+		Left: alive, Now: now, Report: report}
 	if p.Gone {
 		p.Next = runner.NextSteps(r, alive)
 	}
-	p.Cells = cells(nodes, results, now)
+	p.Cells = cells(nodes, results, choice.Metric)
 	p.Steps = stepColumns(nodes, now)
 	p.Instances = instances(resources, cost, now)
 	for _, n := range nodes {
@@ -160,6 +171,7 @@ func loadRun(ctx context.Context, store *state.Store, key, dir, id, sortBy strin
 		p.Failures = append(p.Failures, Failure{Node: n.ID, Title: f.Title(), Message: n.Message,
 			Tail: runner.LogTail(store, id, n.ID, FailureTailLines)})
 	}
+	p.Charts = charts(ctx, store, p)
 	return p, nil
 }
 
@@ -180,10 +192,10 @@ func gitOf(prov json.RawMessage) Git {
 
 // cells builds the cell grid: one row per results row, with the live
 // figures of the cell's nodes (its wait's progress while the job runs).
-func cells(nodes []state.Node, t runner.ResultTable, now time.Time) []Cell {
+func cells(nodes []state.Node, t runner.ResultTable, metric string) []Cell {
 	var out []Cell
 	for _, row := range t.Rows {
-		c := Cell{ID: cmp.Or(row.Cell, row.Instance), Instance: row.Instance, State: row.State}
+		c := Cell{ID: cmp.Or(row.Cell, row.Instance), Instance: row.Instance, State: row.State, Spark: sparkline(row, metric)}
 		for _, k := range t.Keys {
 			c.Values = append(c.Values, row.Matrix[k])
 		}
@@ -237,6 +249,26 @@ func cells(nodes []state.Node, t runner.ResultTable, now time.Time) []Cell {
 		if len(c.Metrics) == 0 {
 			for _, k := range slices.Sorted(maps.Keys(row.Last)) {
 				c.Metrics = append(c.Metrics, Metric{k, num(row.Last[k])})
+			}
+		}
+		// A job that prints plain epoch lines has no progress figures:
+		// its series say where it is.
+		if len(row.Series) > 0 && (c.Epoch == "" || len(c.Metrics) == 0) {
+			last := map[string]float64{}
+			var epoch *float64
+			for _, p := range row.Series {
+				last[p.Metric] = p.Value
+				if p.Epoch != nil && (epoch == nil || *p.Epoch > *epoch) {
+					epoch = p.Epoch
+				}
+			}
+			if c.Epoch == "" && epoch != nil {
+				c.Epoch = num(*epoch)
+			}
+			if len(c.Metrics) == 0 {
+				for _, k := range slices.Sorted(maps.Keys(last)) {
+					c.Metrics = append(c.Metrics, Metric{k, num(last[k])})
+				}
 			}
 		}
 		out = append(out, c)
@@ -404,4 +436,11 @@ func num(v float64) string {
 		return strconv.FormatInt(int64(v), 10)
 	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// SortQuery is the page's query with the results sorted by metric.
+func (p *RunPage) SortQuery(metric string) string {
+	c := p.Choice
+	c.Sort = metric
+	return "?" + c.Query()
 }

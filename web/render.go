@@ -58,7 +58,6 @@ var funcs = template.FuncMap{
 		return ""
 	},
 	"svg":   func(s string) template.HTML { return template.HTML(s) }, // drawn by web/chart, every value escaped there
-	"sortq": func(m string) string { return "?sort=" + url.QueryEscape(m) },
 }
 
 var pages = template.Must(template.New("").Funcs(funcs).ParseFS(files, "templates/*.html"))
@@ -107,8 +106,7 @@ func clean(s string, keepNewline bool) string {
 
 // ReportConfig says how WriteReport draws a run.
 type ReportConfig struct {
-	Now    func() time.Time
-	Charts func(ctx context.Context, store *state.Store, p *RunPage) []Chart
+	Now func() time.Time
 }
 
 // WriteReport writes run id of the state in dir (store) as one
@@ -119,13 +117,9 @@ func WriteReport(ctx context.Context, w io.Writer, store *state.Store, dir, id s
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p, err := loadRun(ctx, store, Key(dir), dir, id, "", cfg.Now())
+	p, err := loadRun(ctx, store, Key(dir), dir, id, Choice{}, true, cfg.Now())
 	if err != nil {
 		return err
-	}
-	p.Report = true
-	if cfg.Charts != nil {
-		p.Charts = cfg.Charts(ctx, store, p)
 	}
 	css, err := files.ReadFile("assets/app.css")
 	if err != nil {

@@ -42,8 +42,6 @@ type Config struct {
 	Poll time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Charts draws a run's charts onto its page (nil: none).
-	Charts func(ctx context.Context, store *state.Store, p *RunPage) []Chart
 }
 
 // Handler serves the UI. It holds the state stores it opened read-only
@@ -256,15 +254,8 @@ func (h *Handler) runs(w http.ResponseWriter, r *http.Request) {
 	h.render(w, "runs", view{Title: "taoflow runs", Events: "/events/runs?" + q.Encode(), Data: p})
 }
 
-func (h *Handler) loadRun(ctx context.Context, s *state.Store, dir, id, sortBy string) (*RunPage, error) {
-	p, err := loadRun(ctx, s, Key(dir), dir, id, sortBy, h.cfg.Now())
-	if err != nil {
-		return nil, err
-	}
-	if h.cfg.Charts != nil {
-		p.Charts = h.cfg.Charts(ctx, s, p)
-	}
-	return p, nil
+func (h *Handler) loadRun(ctx context.Context, s *state.Store, dir, id string, c Choice) (*RunPage, error) {
+	return loadRun(ctx, s, Key(dir), dir, id, c, false, h.cfg.Now())
 }
 
 func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
@@ -274,8 +265,8 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	sortBy := r.URL.Query().Get("sort")
-	p, err := h.loadRun(r.Context(), s, dir, id, sortBy)
+	choice := choiceOf(r.URL.Query())
+	p, err := h.loadRun(r.Context(), s, dir, id, choice)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -285,8 +276,8 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	delete(h.flash, p.Key+"/"+id)
 	h.mu.Unlock()
 	ev := "/events/run/" + p.Key + "/" + url.PathEscape(id)
-	if sortBy != "" {
-		ev += "?sort=" + url.QueryEscape(sortBy)
+	if q := choice.Query(); q != "" {
+		ev += "?" + q
 	}
 	h.render(w, "run", view{Title: "taoflow " + id, Events: ev, Data: p})
 }
@@ -411,8 +402,10 @@ func readLog(s *state.Store, run, node string, from int64) (string, int64, bool)
 
 // ComparePage compares runs side by side.
 type ComparePage struct {
-	Runs []*RunPage
-	Rows []CompareRow
+	Runs   []*RunPage
+	Rows   []CompareRow
+	Metric string  // the metric of the charts
+	Charts []Chart // the runs' curves overlaid
 }
 
 // CompareRow is one setting of the compared runs.
@@ -445,7 +438,7 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, err)
 			return
 		}
-		rp, err := h.loadRun(r.Context(), s, dir, id, "")
+		rp, err := h.loadRun(r.Context(), s, dir, id, Choice{})
 		if err != nil {
 			h.fail(w, err)
 			return
@@ -453,6 +446,7 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 		p.Runs = append(p.Runs, rp)
 	}
 	p.Rows = compareRows(p.Runs)
+	p.Metric, p.Charts = compareCharts(p.Runs, r.URL.Query().Get("metric"))
 	h.render(w, "compare", view{Title: "compare runs", Data: p})
 }
 
@@ -675,9 +669,9 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	id, sortBy := r.PathValue("id"), r.URL.Query().Get("sort")
+	id, choice := r.PathValue("id"), choiceOf(r.URL.Query())
 	h.stream(w, r, func() (map[string]string, error) {
-		p, err := h.loadRun(r.Context(), s, dir, id, sortBy)
+		p, err := h.loadRun(r.Context(), s, dir, id, choice)
 		if err != nil {
 			return nil, err
 		}

@@ -66,10 +66,19 @@ func fixture(t *testing.T, dir string) string {
 				t.Fatal(err)
 			}
 		}
-		for k, v := range map[string]string{"job": "tf-" + id + "-train." + cell, "matrix": `[{"key":"lr","value":"` + lr + `"}]`} {
+		for k, v := range map[string]string{"job": "tf-" + id + "-train." + cell, "matrix": `[{"key":"lr","value":"` + lr + `"},{"key":"batch","value":"32"}]`} {
 			if err := s.SetNodeFact(ctx, id, run, k, v); err != nil {
 				t.Fatal(err)
 			}
+		}
+		var pts []state.Point
+		for e := 1; e <= 5; e++ {
+			for _, m := range []string{"loss", hostile} {
+				pts = append(pts, state.Point{Cell: cell, Node: wait, Epoch: fptr(float64(e)), Time: now, Metric: m, Value: 1 / float64(e+i)})
+			}
+		}
+		if err := s.AppendPoints(ctx, id, pts); err != nil {
+			t.Fatal(err)
 		}
 		if err := s.AppendLog(id, wait, []byte("epoch 1/10 loss 0.5\n"+hostile+"\nepoch 3/10 loss 0.25\n")); err != nil {
 			t.Fatal(err)
@@ -246,7 +255,8 @@ func TestPagesEscapeAndHaveNoInlineScript(t *testing.T) {
 		}
 	}
 	_, body := get(t, c, s.url(runURL))
-	for _, want := range []string{`&lt;script&gt;alert(1)&lt;/script&gt;\x1b]0;pwned\x07`, `<td class="epoch">3/10</td>`, "loss 0.25", "0123456789", "dirty", "team=vision", "first"} {
+	for _, want := range []string{`&lt;script&gt;alert(1)&lt;/script&gt;\x1b]0;pwned\x07`, `<td class="epoch">3/10</td>`, "loss 0.25", "0123456789", "dirty", "team=vision", "first",
+		"loss by epoch, colour by lr, dash by batch", `class="spark"`, "final loss over lr × batch", "nodes per instance and slot"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("run page lacks %q", want)
 		}
@@ -385,6 +395,9 @@ func TestReportStandsAlone(t *testing.T) {
 	}
 	page := b.String()
 	checkNoActiveContent(t, "report", page, false)
+	if n := strings.Count(page, "<svg"); n < 5 {
+		t.Errorf("report has %d SVGs, want the two series charts, the heat map, the timeline and the sparklines", n)
+	}
 	for _, want := range []string{`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"`, "<style>", id, `<td class="epoch">3/10</td>`, "taoflow logs " + id} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %q", want)

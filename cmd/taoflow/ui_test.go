@@ -25,23 +25,23 @@ import (
 	"github.com/taoflow/taoflow/state"
 )
 
-// uiPlan is a sweep of two cells whose jobs print an epoch line every
-// 0.417 s for long enough to be watched, then cancelled.
+// uiPlan is a sweep of four cells whose jobs print an epoch line every
+// 0.417 s (plain output lines, which become the cells' series) until they
+// are cancelled.
 const uiPlan = `taoflow: 1
 name: uisweep
 instances:
-  a: {slots: 2}
+  a: {slots: 4}
 steps:
   - id: train
     uses: run
-    matrix: {lr: [0.1, 0.01], batch: [32]}
+    matrix: {lr: [0.1, 0.01], k: [2, 3]}
     with:
-      results: ~/r/${{ cell.id }}
       command: |
-        mkdir -p ~/r/${{ cell.id }}
-        for e in $(seq 1 300); do
-          echo "epoch $e/300 loss 0.$((999 - e)) acc 0.$((100 + e))"
-          echo "{\"epoch\": $e, \"max_epoch\": 300, \"loss\": 0.$((999 - e))}" >> ~/r/${{ cell.id }}/status.json
+        k=${{ matrix.k }}
+        case $k in ''|*[!0-9]*) exit 2;; esac
+        for e in $(seq 1 100000); do
+          echo "epoch $e/100000 loss 0.$((999 - e * k)) acc 0.$((100 + e))"
           sleep 0.417
         done
   - id: wait
@@ -138,7 +138,7 @@ func TestUIBrowser(t *testing.T) {
 
 	apply := exec.Command(bin, "apply", "--output", "plain", "--tag", "team=vision", "sweep.yaml")
 	apply.Dir, apply.Env = dir, env
-	var applyOut strings.Builder
+	var applyOut lockedBuffer
 	apply.Stdout, apply.Stderr = &applyOut, &applyOut
 	if err := apply.Start(); err != nil {
 		t.Fatal(err)
@@ -165,6 +165,9 @@ func TestUIBrowser(t *testing.T) {
 		}
 	})
 
+	if !testrig.Within(60*time.Second, func() bool { return len(processesWith("sleep 0.417")) > 0 }) {
+		t.Fatalf("the jobs' processes do not run\n%s", tail(applyOut.String(), 3000))
+	}
 	base := startUI(t, bin, dir, env)
 	origin := base[:strings.Index(base, "/?token=")]
 	// Without the token: 401, the assets and the event stream too.
@@ -185,7 +188,7 @@ func TestUIBrowser(t *testing.T) {
 	defer cancelAlloc()
 	ctx, cancelTab := chromedp.NewContext(actx)
 	defer cancelTab()
-	ctx, cancelTime := context.WithTimeout(ctx, 150*time.Second)
+	ctx, cancelTime := context.WithTimeout(ctx, 240*time.Second)
 	defer cancelTime()
 	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
@@ -257,14 +260,19 @@ func TestUIBrowser(t *testing.T) {
 	var first, later int
 	testrig.Eventually(t, 60*time.Second, "a cell's epoch to show", func() bool { first = epochOf(); return first > 0 })
 	testrig.Eventually(t, 30*time.Second, "the cell's epoch to advance", func() bool { later = epochOf(); return later > first })
+	// The chart's curves gain points: its first line's path has more.
+	pointsOf := func() int {
+		n, _ := strconv.Atoi(eval(`(function(){var p=document.querySelector("#f-charts path.line");return p?String(p.getAttribute("d").split(/[ML]/).length-1):"0";})()`))
+		return n
+	}
+	var p1, p2 int
+	testrig.Eventually(t, 30*time.Second, "a chart with a curve", func() bool { p1 = pointsOf(); return p1 > 1 })
+	testrig.Eventually(t, 30*time.Second, "the curve to gain points", func() bool { p2 = pointsOf(); return p2 > p1 })
 	if m := eval(`window.__taoflowTest`); m != "42" {
 		t.Errorf("the page was reloaded (its script state is gone) while the epoch went %d → %d", first, later)
 	}
 	if n, _ := strconv.Atoi(eval(`document.body.getAttribute("data-updates") || "0"`)); n == 0 {
 		t.Errorf("the epoch went %d → %d, but no fragment came over the event stream", first, later)
-	}
-	if !testrig.Within(10*time.Second, func() bool { return len(processesWith("sleep 0.417")) > 0 }) {
-		t.Fatal("the jobs' processes are not running")
 	}
 	screenshot(t, ctx, "ui-run.png")
 	// On a phone's screen the page does not scroll sideways: wide tables
@@ -397,4 +405,22 @@ func TestUIRefusesOtherAddresses(t *testing.T) {
 			t.Errorf("ui --addr %s: %q (stdout %q): want the address named and no URL", addr, msg, out.String())
 		}
 	}
+}
+
+// lockedBuffer is a buffer a child writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
