@@ -13,6 +13,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -587,49 +588,58 @@ type fragment struct {
 	HTML string `json:"html"`
 }
 
-// stream sends, every poll, the fragments of render that changed since
-// the last time, until the client goes.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, render func() (map[string]string, error)) {
+// stream sends the fragments of render that changed since it last
+// sent them, until the client goes. It renders again when the state in
+// dirs changed (its files' sizes and times: every commit changes the
+// write-ahead log) and at least every ClockRefresh (times shown grow), and
+// never sooner than Poll or twice the last render's time after the last:
+// a large run costs the server at most about a third of a core per page.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, dirs []string, render func() (map[string]string, error)) {
 	f := sse(w)
 	if f == nil {
 		return
 	}
 	last := map[string]string{}
 	first := true
-	tick := time.NewTicker(h.cfg.Poll)
-	defer tick.Stop()
-	keep := time.NewTicker(15 * time.Second)
-	defer keep.Stop()
+	seen := fingerprint(dirs)
+	rendered := time.Now()
+	keepAlive := time.Now()
+	wait := h.cfg.Poll
 	for {
 		if !first {
 			select {
 			case <-r.Context().Done():
 				return
-			case <-keep.C:
-				if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-					return
+			case <-time.After(wait):
+			}
+			now := time.Now()
+			if fp := fingerprint(dirs); fp == seen && now.Sub(rendered) < ClockRefresh {
+				if now.Sub(keepAlive) > 15*time.Second {
+					if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+						return
+					}
+					f.Flush()
+					keepAlive = now
 				}
-				f.Flush()
+				wait = h.cfg.Poll
 				continue
-			case <-tick.C:
+			} else {
+				seen = fp
 			}
 		}
+		t0 := time.Now()
 		frags, err := render()
+		rendered = time.Now()
+		wait = max(h.cfg.Poll, 2*rendered.Sub(t0))
 		if err != nil {
 			if sendEvent(w, "problem", Clean(err.Error())) != nil {
 				return
 			}
 			f.Flush()
+			first = false
 			continue
 		}
-		ids := slices.Sorted(func(yield func(string) bool) {
-			for k := range frags {
-				if !yield(k) {
-					return
-				}
-			}
-		})
-		for _, id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(frags)) {
 			html := frags[id]
 			if !first && last[id] == html {
 				continue
@@ -643,8 +653,27 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, render func() (
 			}
 		}
 		first = false
+		keepAlive = time.Now()
 		f.Flush()
 	}
+}
+
+// ClockRefresh is how often a live page is rendered again although the
+// state did not change: the times it shows grow.
+const ClockRefresh = 5 * time.Second
+
+// fingerprint is the size and modification time of every file of the
+// states in dirs that a commit changes.
+func fingerprint(dirs []string) string {
+	var b strings.Builder
+	for _, d := range dirs {
+		for _, name := range []string{"state.db", "state.db-wal"} {
+			if fi, err := os.Stat(filepath.Join(d, name)); err == nil {
+				fmt.Fprintf(&b, "%s:%d:%d;", name, fi.Size(), fi.ModTime().UnixNano())
+			}
+		}
+	}
+	return b.String()
 }
 
 // runFragments are the parts of the run page a stream replaces.
@@ -670,7 +699,7 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, choice := r.PathValue("id"), choiceOf(r.URL.Query())
-	h.stream(w, r, func() (map[string]string, error) {
+	h.stream(w, r, []string{dir}, func() (map[string]string, error) {
 		p, err := h.loadRun(r.Context(), s, dir, id, choice)
 		if err != nil {
 			return nil, err
@@ -681,7 +710,7 @@ func (h *Handler) runEvents(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) runsEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	h.stream(w, r, func() (map[string]string, error) {
+	h.stream(w, r, h.dirs(), func() (map[string]string, error) {
 		return renderFragments([]string{"f-runs"}, view{Data: h.loadRuns(r.Context(), q)})
 	})
 }
