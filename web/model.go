@@ -40,11 +40,11 @@ type RunPage struct {
 	Choice    Choice // the charts' and the sort's choices, settled
 	// Metrics are the metrics the charts can show (the series' names).
 	Metrics []string
-	Left      []state.Resource
-	Next      []string // what to run when the apply is gone
-	Now       time.Time
-	Report    bool // rendered as a report: no links to the server, no script
-	Message   string
+	Left    []state.Resource
+	Next    []string // what to run when the apply is gone
+	Now     time.Time
+	Report  bool // rendered as a report: no links to the server, no script
+	Message string
 	// Charts are the run's charts, as SVG markup: the series (none until
 	// a job reported a metric), the heat map and the timeline.
 	Charts []Chart

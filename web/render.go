@@ -57,7 +57,7 @@ var funcs = template.FuncMap{
 		}
 		return ""
 	},
-	"svg":   func(s string) template.HTML { return template.HTML(s) }, // drawn by web/chart, every value escaped there
+	"svg": func(s string) template.HTML { return template.HTML(s) }, // drawn by web/chart, every value escaped there
 }
 
 var pages = template.Must(template.New("").Funcs(funcs).ParseFS(files, "templates/*.html"))
