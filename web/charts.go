@@ -68,7 +68,7 @@ func (c *Choice) settle(t runner.ResultTable) {
 	}
 }
 
-// charts draws the run's charts: each series metric against epoch (the
+// charts draws the run's charts (their titles are the page's captions): each series metric against epoch (the
 // chosen one first), the heat map of the chosen metric's final values
 // over two matrix keys, and the timeline of nodes per instance and slot.
 func charts(ctx context.Context, store *state.Store, p *RunPage) []Chart {
@@ -95,7 +95,7 @@ func charts(ctx context.Context, store *state.Store, p *RunPage) []Chart {
 		if c.Dash != "" {
 			title += ", dash by " + c.Dash
 		}
-		out = append(out, Chart{Title: title, SVG: chart.Lines(lines, chart.LinesOptions{Title: title, XLabel: "epoch", YLabel: m, ColorBy: c.Color, DashBy: c.Dash})})
+		out = append(out, Chart{Title: title, SVG: chart.Lines(lines, chart.LinesOptions{XLabel: "epoch", YLabel: m, ColorBy: c.Color, DashBy: c.Dash})})
 	}
 	if c.X != "" && c.Y != "" && c.Metric != "" {
 		var cells []chart.Cell
@@ -108,7 +108,7 @@ func charts(ctx context.Context, store *state.Store, p *RunPage) []Chart {
 		}
 		if len(cells) > 0 {
 			title := fmt.Sprintf("final %s over %s × %s", c.Metric, c.X, c.Y)
-			out = append(out, Chart{Title: title, SVG: chart.HeatMap(cells, chart.HeatMapOptions{Title: title, XKey: c.X, YKey: c.Y, Metric: c.Metric, LowerIsBetter: lowerIsBetter(c.Metric)})})
+			out = append(out, Chart{Title: title, SVG: chart.HeatMap(cells, chart.HeatMapOptions{XKey: c.X, YKey: c.Y, Metric: c.Metric, LowerIsBetter: lowerIsBetter(c.Metric)})})
 		}
 	}
 	if spans, err := runner.Timeline(ctx, store, p.Run.ID); err == nil && len(spans) > 0 {
@@ -121,7 +121,7 @@ func charts(ctx context.Context, store *state.Store, p *RunPage) []Chart {
 			bars = append(bars, chart.Bar{Row: row, Label: s.Node, Start: s.Start, End: s.End, State: s.State})
 		}
 		title := "nodes per instance and slot (idle gaps hatched)"
-		out = append(out, Chart{Title: title, SVG: chart.Gantt(bars, chart.GanttOptions{Title: title})})
+		out = append(out, Chart{Title: title, SVG: chart.Gantt(bars, chart.GanttOptions{})})
 	}
 	return out
 }
@@ -201,5 +201,5 @@ func compareCharts(runs []*RunPage, metric string) (string, []Chart) {
 	if dash != "" {
 		title += ", dash by " + dash
 	}
-	return metric, []Chart{{Title: title, SVG: chart.Lines(lines, chart.LinesOptions{Title: title, XLabel: "epoch", YLabel: metric, ColorBy: "run", DashBy: dash})}}
+	return metric, []Chart{{Title: title, SVG: chart.Lines(lines, chart.LinesOptions{XLabel: "epoch", YLabel: metric, ColorBy: "run", DashBy: dash})}}
 }

@@ -41,7 +41,7 @@ steps:
         k=${{ matrix.k }}
         case $k in ''|*[!0-9]*) exit 2;; esac
         for e in $(seq 1 100000); do
-          awk -v e="$e" -v k="$k" 'BEGIN { printf "epoch %d/100000 loss %.4f acc %.4f\n", e, 1 / (1 + e * k / 20), 1 - 1 / (1 + e / 10) }'
+          awk -v e="$e" -v k="$k" -v lr=${{ matrix.lr }} 'BEGIN { printf "epoch %d/100000 loss %.4f acc %.4f\n", e, 1 / (1 + e * k * (1 + 40 * lr) / 40), 1 - 1 / (1 + e / 10) }'
           sleep 0.417
         done
   - id: wait
