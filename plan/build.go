@@ -69,6 +69,7 @@ func build(file string, root *Value) *Plan {
 		p.Budget.AllowUnpriced = scalar(f.Value.Get("unpriced")) == "allow"
 	}
 	buildRecords(p, root)
+	buildAutostop(p, root)
 	p.index()
 	return p
 }

@@ -37,6 +37,7 @@ func check(p *Plan, d *diags) {
 	c.slots()
 	c.runWithoutWait()
 	c.uploadAfterDelete()
+	c.autostop()
 }
 
 func (c *checker) ids() {

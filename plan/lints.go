@@ -20,6 +20,7 @@ func lint(p *Plan, d *diags) {
 			c.waitWithoutTimeout(s)
 		}
 	}
+	c.autostopInert()
 }
 
 // pool returns the instances the nodes of s run on: its matrix root's pool

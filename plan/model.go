@@ -61,6 +61,9 @@ type Plan struct {
 	// Provenance is provenance: ("minimal" or "full"), the detail of the
 	// provenance manifests and notifications carry; empty is minimal.
 	Provenance string
+	// Autostop is the plan-level autostop:, every instance's default; nil
+	// when absent.
+	Autostop *Autostop
 
 	Root      *Value // the resolved YAML tree
 	source    []byte
@@ -113,6 +116,9 @@ type Instance struct {
 	GPUs    int
 	GPUsPos Pos
 	Keep    bool
+	// Autostop is the instance's autostop (its own autostop: over the
+	// plan's), nil when it has none.
+	Autostop *Autostop
 }
 
 // Select are the filters of a brev create: by GPU and price. Zero fields

@@ -92,7 +92,16 @@ type Apply struct {
 // id, or of the resumed run, under its id. Its error is the plan's
 // (*RefusedError).
 func Expand(p *plan.Plan, resume *Resumed) (*engine.Graph, error) {
-	id := NewRunID(p.Name)
+	return ExpandAs(p, resume, "")
+}
+
+// ExpandAs is Expand with the new run's id given: apply --detach picks
+// the id in the foreground and the detached process runs the plan under
+// it. An empty id is Expand's; a resumed run keeps its own id.
+func ExpandAs(p *plan.Plan, resume *Resumed, id string) (*engine.Graph, error) {
+	if id == "" {
+		id = NewRunID(p.Name)
+	}
 	if resume != nil {
 		id = resume.Run.ID
 	}
@@ -196,7 +205,13 @@ func (a *Apply) start(ctx context.Context) (err error) {
 	record.Provenance = record.Provenance.Shared(p.Provenance)
 	cwd, _ := os.Getwd()
 	a.steps = steps.New(steps.Config{Platform: a.pf, Plan: p, Secrets: cfg.Secrets, RunID: a.ID, BaseDir: cwd, StateDir: cfg.StateDir, Record: record,
-		TransientBackoff: cfg.TransientBackoff, StopTimeout: cfg.StopTimeout})
+		TransientBackoff: cfg.TransientBackoff, StopTimeout: cfg.StopTimeout,
+		OnAutostop: func(instance string, d steps.AutostopDecision) {
+			recordAutostopFired(context.WithoutCancel(ctx), a.store, a.ID, instance, d)
+			if a.insts != nil {
+				a.insts.note(instance, autostopLine(d))
+			}
+		}})
 	// The watchers go before the connections they stream over.
 	a.closers = append(a.closers, a.steps.Close)
 	a.insts = newInstances(a.ID, p, a.pf, a.store, a.steps)

@@ -170,7 +170,11 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		st := steps.New(steps.Config{Platform: pf, RunID: r.ID, TransientBackoff: d.TransientBackoff, StopTimeout: d.StopTimeout})
+		st := steps.New(steps.Config{Platform: pf, RunID: r.ID, TransientBackoff: d.TransientBackoff, StopTimeout: d.StopTimeout,
+			OnAutostop: func(instance string, dec steps.AutostopDecision) {
+				recordAutostopFired(ctx, d.Store, r.ID, instance, dec)
+				fmt.Fprintf(d.Log, "%s: %s: autostop: %s\n", r.ID, instance, dec)
+			}})
 		created := false
 		for _, res := range resources {
 			created = created || res.Kind == state.KindInstance
@@ -185,6 +189,11 @@ func (d Destroyer) Destroy(ctx context.Context, r state.Run, alive []state.Resou
 			}
 		}
 		gone := errors.Is(where, platform.ErrNotFound)
+		if errors.Is(where, platform.ErrStopped) {
+			if line := foundStopped(cctx, d.Store, r.ID, name); line != "" {
+				fmt.Fprintf(d.Log, "%s: %s: autostop: %s\n", r.ID, name, line)
+			}
+		}
 		if inst.Ref != "" && where == nil {
 			// Bounded (StopTimeout): a hung instance must not take the
 			// time of its delete.

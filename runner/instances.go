@@ -48,6 +48,9 @@ type instances struct {
 	// prior holds, when resuming, the instances an earlier attempt of the
 	// run created that may still exist, by name.
 	prior map[string]state.Resource
+	// rearm is set on a resumed run: the autostop watchdogs an earlier
+	// attempt armed on the instances it takes back are armed again.
+	rearm bool
 }
 
 var _ engine.Instances = (*instances)(nil)
@@ -120,6 +123,7 @@ func (in *instances) Acquire(ctx context.Context, name string) error {
 		in.mu.Lock()
 		in.live[name] = inst
 		in.mu.Unlock()
+		in.armAgain(ctx, inst)
 		return nil
 	}
 	if res, ok := in.prior[name]; ok && in.exists(ctx, res) {
@@ -182,7 +186,31 @@ func (in *instances) adopt(ctx context.Context, a platform.Adopter, spec platfor
 	in.ids[spec.Name] = res.ID
 	in.live[spec.Name] = inst
 	in.mu.Unlock()
+	in.armAgain(ctx, inst)
 	return nil
+}
+
+// armAgain arms again, on a resumed run, the autostop of an instance an
+// earlier attempt may have armed: its watchdog went on counting while no
+// taoflow renewed its lease. A preflight that runs again arms it too.
+func (in *instances) armAgain(ctx context.Context, inst platform.Instance) {
+	if !in.rearm || !in.steps.Armed(inst.Name) {
+		return
+	}
+	if _, err := in.steps.Arm(ctx, inst, nil); err != nil {
+		in.note(inst.Name, fmt.Sprintf("could not arm its autostop again: %v", err))
+	}
+}
+
+// foundStopped reports an instance found stopped (where wraps
+// platform.ErrStopped) that had an autostop armed: it stopped itself.
+func (in *instances) foundStopped(ctx context.Context, name string, where error) {
+	if !errors.Is(where, platform.ErrStopped) {
+		return
+	}
+	if line := foundStopped(ctx, in.store, in.run, name); line != "" {
+		in.note(name, "autostop: "+line)
+	}
 }
 
 // exists says whether the instance of resource res (from an earlier attempt
@@ -232,6 +260,7 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		}
 		if where := in.find(ctx, inst); where != nil {
 			// Gone or stopped: no job of the run runs there any more.
+			in.foundStopped(ctx, name, where)
 			return engine.ReleaseLeftAlone, in.markJobsGone(ctx, name)
 		}
 		if err := in.stopJobs(ctx, name, inst, false); err != nil {
@@ -256,6 +285,7 @@ func (in *instances) Release(ctx context.Context, name string, mode engine.Relea
 		}
 		return engine.ReleaseDeleted, in.store.MarkDeleted(ctx, id)
 	}
+	in.foundStopped(ctx, name, where)
 	var jobsErr error
 	in.mu.Lock()
 	stepTried := in.deleteStep[name]
@@ -358,7 +388,8 @@ func (in *instances) find(ctx context.Context, inst platform.Instance) error {
 // there. deleting says the instance is deleted next (which stops them):
 // then a failure is only reported.
 func (in *instances) stopJobs(ctx context.Context, name string, inst platform.Instance, deleting bool) error {
-	if !in.jobsLaunched(ctx, name) {
+	if !in.jobsLaunched(ctx, name) && !in.steps.Armed(name) {
+		// An armed autostop is disarmed with the jobs' stop, jobs or not.
 		return nil
 	}
 	// Bounded (steps.Config.StopTimeout): a hung instance must not take
@@ -449,7 +480,7 @@ func (e *executor) Execute(ctx context.Context, t *engine.Task) error {
 	if n.Step.Uses == plan.KindDelete {
 		// No job to stop where none was launched, nor on an instance that
 		// is gone or stopped (Release deletes it all the same).
-		req.NoJobs = !e.insts.jobsLaunched(ctx, t.Instance) || e.insts.find(ctx, inst) != nil
+		req.NoJobs = (!e.insts.jobsLaunched(ctx, t.Instance) && !e.steps.Armed(t.Instance)) || e.insts.find(ctx, inst) != nil
 		defer e.insts.deleteStepRuns(t.Instance)()
 	}
 	if prior, err := e.store.Node(ctx, e.run, n.ID); err == nil {

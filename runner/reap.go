@@ -281,6 +281,9 @@ func (r *Reaper) reapBrev(ctx context.Context, cfg ReapConfig, known map[string]
 				return refused(fmt.Errorf("--name %s: it belongs to run %s in the state; remove it with: taoflow destroy %s", in.Ref, run, run))
 			}
 			o.Reason, o.Why, o.Command = ReasonInState, "it belongs to run "+run+" in the state", "taoflow destroy "+run
+			if _, armed := known["autostop:"+in.Ref]; armed && (status == "STOPPED" || status == "STOPPING") {
+				o.Why += "; it stopped itself (its autostop fired while taoflow was away): its disk bills until it is destroyed"
+			}
 			r.NotReaped = append(r.NotReaped, o)
 			continue
 		}
@@ -518,6 +521,9 @@ func knownResources(ctx context.Context, dir string) (known map[string]string, l
 				name = brev.InstanceName(res.RunID, res.Instance)
 			}
 			known["brev:"+name] = res.RunID
+			if nodes, err := store.Nodes(ctx, res.RunID); err == nil && autostopArmed(nodes, res.Instance) {
+				known["autostop:"+name] = res.RunID
+			}
 		case res.Kind == state.KindJob:
 			known["job:"+res.Name] = res.RunID
 		}

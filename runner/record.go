@@ -89,6 +89,10 @@ func (r *recorder) write(e engine.Event) {
 		if e.Attempt > 0 {
 			data["attempt"] = fmt.Sprint(e.Attempt)
 		}
+		if e.Instance != "" {
+			// taoflow attach shows the instance of an event read back.
+			data["instance"] = e.Instance
+		}
 		_, err := r.store.AppendEvent(ctx, state.Event{RunID: r.run, Time: e.Time, Type: string(e.Type), Node: e.Node, Message: e.Message, Data: data})
 		r.check(err)
 	}

@@ -184,4 +184,5 @@ func (r *Resumed) restore(st *steps.Steps, insts *instances) {
 		}
 	}
 	insts.prior = r.instances
+	insts.rearm = true
 }

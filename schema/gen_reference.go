@@ -133,6 +133,12 @@ func (r *renderer) render() string {
 	r.printf("Each entry of `instances` is keyed by the instance's name. %s\n\n", defs.obj("instance").str("description"))
 	r.table(defs.obj("instance"), "")
 
+	if a := defs.obj("autostop"); a != nil {
+		r.printf("## Autostop keys\n\n")
+		r.printf("The keys of `autostop`, at the top level (every instance's default) or on an instance. %s\n\n", a.str("description"))
+		r.table(a, "autostop.")
+	}
+
 	r.printf("## Platform keys\n\n")
 	platform := props.obj("platform")
 	r.printf("%s\n\n", platform.str("description"))

@@ -8,7 +8,9 @@
 // that `taoflow destroy RUN` and `apply --resume` can find everything after a
 // crash. The store is an embedded SQLite database (dir/state.db, WAL mode) so
 // that `status` and `logs` can read with OpenReadOnly while `apply` writes;
-// node logs are plain files under dir/runs/<run>/logs.
+// node logs are plain files under dir/runs/<run>/logs, and what an apply
+// with no terminal prints (apply --detach) goes to dir/runs/<run>/apply.log
+// (OpenApplyLog).
 //
 // Every string the store writes, to the database or to a log file, first
 // passes through the redactor given with WithRedactor, so that secret values

@@ -59,7 +59,9 @@ func (s *Steps) keepJobDirs(inst platform.Instance) bool {
 }
 
 func (s *Steps) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {
+	s.stopRenewer(inst.Name)
 	lines, err := s.process.cleanup(ctx, inst)
+	lines = s.decisions(inst.Name, lines)
 	if errors.Is(err, platform.ErrNotFound) {
 		return lines, nil
 	}

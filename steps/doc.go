@@ -41,7 +41,11 @@
 //
 // A wait reports progress as a progress.Report (progress.go): the line
 // people read and its figures, each text redacted, built together from a
-// status.json line, so that nothing downstream parses the line back.
+// status.json line, so that nothing downstream parses the line back. The
+// report also brings the metric points for the run's series: one per
+// loss and kpi of every status.json line written since the last poll
+// (the status scripts print the file's end as @st lines), else of plain
+// "epoch 3/10 loss 0.21" output lines (progress.ParseLine).
 //
 // A wait does not only poll on its interval: one watcher per instance
 // (watch.go, scripts/watch.sh, streamed through platform.Streamer) reports

@@ -56,7 +56,7 @@ func (s *Steps) preflight(ctx context.Context, req Request) error {
 			return err
 		}
 	}
-	return nil
+	return s.armAutostop(ctx, req)
 }
 
 // waitReady polls the probe every interval until it prints exactly "ok" or

@@ -162,6 +162,9 @@ func (s *Steps) previewPreflight(req Request) ([]Command, error) {
 	if want, count, _ := s.preflightGPUs(req, gpus); count {
 		cmds = append(cmds, Command{What: fmt.Sprintf("count the GPUs (at least %d)", want), Script: gpuScript})
 	}
+	if a, cmd := s.autostopFor(req.Instance.Name); a != nil {
+		cmds = append(cmds, Command{What: "arm the autostop (" + a.Describe() + ")", Script: s.armScript(req.Instance, a, cmd)})
+	}
 	return cmds, nil
 }
 

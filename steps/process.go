@@ -251,9 +251,12 @@ func (p *process) cancel(ctx context.Context, inst platform.Instance, ids []stri
 // instance file, where it has one, names instance: two plan instances can
 // be one machine); with remove, it then removes their job directories (the
 // logs in them hold whatever the jobs printed, secrets included):
-// scripts/proc-cleanup.sh.
+// scripts/proc-cleanup.sh. It first disarms the instance's autostop, if
+// it has one (scripts/autostop-disarm.sh): its watchdog must not fire
+// while the jobs stop, nor outlive the run on a machine that stays.
 func (p *process) cleanupScript(prefix, run, instance string, remove bool) string {
-	return p.funcs(Params{"tf_prefix": prefix, "tf_run": run, "tf_instance": instance, "tf_remove": boolParam(remove)}, "proc-cleanup")
+	return p.funcs(Params{"tf_prefix": prefix, "tf_run": run, "tf_instance": instance, "tf_remove": boolParam(remove),
+		"tf_autostop": AutostopDir(run, instance)}, "autostop-disarm", "proc-cleanup")
 }
 
 func (p *process) cleanup(ctx context.Context, inst platform.Instance) ([]string, error) {

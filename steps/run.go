@@ -3,6 +3,8 @@ package steps
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,8 +95,11 @@ type watched struct {
 	partial  []byte // an unfinished last log line
 	progress string
 	// statusTail is the last few status.json lines taken as points; the
-	// next poll takes the lines after them (newStatusLines).
+	// next poll takes the lines after them (newStatusLines). statusSeen
+	// is the hash of the last of them (lineHash), recorded so that a
+	// resumed wait takes only the lines after it.
 	statusTail []string
+	statusSeen string
 	// fromStatus: status.json has given points, so output lines give
 	// none (a TAO job prints what it writes there).
 	fromStatus bool
@@ -141,6 +146,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 	}
 	fmt.Fprintf(req.Log, "waiting for %s (poll every %s%s)\n", strings.Join(names, ", "), interval, followed)
 	offsets := s.priorOffsets(req, ws)
+	seen := priorStatusSeen(req, ws)
 	start := time.Now()
 	// The wait's timeout runs on a timer of its own: a poll that never
 	// answers (a hung instance) cannot hold it off.
@@ -157,6 +163,7 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 			return s.abandon(ctx, req, ws)
 		}
 		offsets = recordOffsets(req, ws, offsets)
+		seen = recordStatusSeen(req, ws, seen)
 		if err != nil && wctx.Err() == nil {
 			failures++
 			fmt.Fprintf(req.Log, "poll failed (%d of %d in a row): %s\n", failures, maxPollFailures, s.redact.Redact(err.Error()))
@@ -396,6 +403,19 @@ const statusTailLen = 4
 // before, and remembers the last of them.
 func (s *Steps) statusPoints(w *watched, lines []string) []progress.Point {
 	fresh := newStatusLines(w.statusTail, lines)
+	if len(w.statusTail) == 0 && w.statusSeen != "" {
+		// Resumed: the lines after the last one an earlier attempt took.
+		for j := len(lines) - 1; j >= 0; j-- {
+			if lineHash(lines[j]) == w.statusSeen {
+				fresh = lines[j+1:]
+				break
+			}
+		}
+	}
+	if len(lines) > 0 {
+		w.statusTail = append([]string(nil), lines[max(len(lines)-statusTailLen, 0):]...)
+		w.statusSeen = lineHash(lines[len(lines)-1])
+	}
 	if len(fresh) == 0 {
 		return nil
 	}
@@ -406,8 +426,52 @@ func (s *Steps) statusPoints(w *watched, lines []string) []progress.Point {
 	if len(pts) > 0 {
 		w.fromStatus = true
 	}
-	w.statusTail = append([]string(nil), lines[max(len(lines)-statusTailLen, 0):]...)
 	return pts
+}
+
+// lineHash names a status.json line without holding its text (which may
+// hold what the redactor would change): its sha256, hex.
+func lineHash(line string) string {
+	h := sha256.Sum256([]byte(line))
+	return hex.EncodeToString(h[:])
+}
+
+// priorStatusSeen reads what an earlier attempt of this wait recorded of
+// the status.json lines it took (RecordStatusSeen) into each job.
+func priorStatusSeen(req Request, ws []*watched) map[string]string {
+	seen := map[string]string{}
+	if raw := req.Facts[RecordStatusSeen]; raw == "" || json.Unmarshal([]byte(raw), &seen) != nil {
+		return map[string]string{}
+	}
+	for _, w := range ws {
+		w.statusSeen = seen[w.job.ID]
+	}
+	return seen
+}
+
+// recordStatusSeen records the hash of the last status.json line each job
+// gave when that changed since last, and returns what it recorded.
+func recordStatusSeen(req Request, ws []*watched, last map[string]string) map[string]string {
+	if req.Record == nil {
+		return last
+	}
+	now := make(map[string]string, len(ws))
+	changed := false
+	for _, w := range ws {
+		if w.statusSeen != "" {
+			now[w.job.ID] = w.statusSeen
+			changed = changed || last[w.job.ID] != w.statusSeen
+		}
+	}
+	if !changed {
+		return last
+	}
+	b, err := json.Marshal(now)
+	if err != nil {
+		return last
+	}
+	req.Record(RecordStatusSeen, string(b))
+	return now
 }
 
 // newStatusLines returns the lines of lines after the last place where

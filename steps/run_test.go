@@ -103,6 +103,49 @@ done`))
 	}
 }
 
+// TestWaitResumesStatusPoints: a wait records the last status.json line it
+// took points from (as a hash); a resumed wait given that fact takes only
+// the lines written after it, so the series holds no point twice.
+func TestWaitResumesStatusPoints(t *testing.T) {
+	e := newEnv(t)
+	const id = "tf-r1-st-a"
+	e.runJob(t, e.steps, id, with("command", `mkdir -p "$HOME/res3"
+for i in 1 2; do printf '{"epoch": %d, "kpi": {"loss": 0.%d}}\n' $i $i >> "$HOME/res3/status.json"; done`))
+	wait := func(facts map[string]string) ([]string, map[string]string) {
+		t.Helper()
+		prog, recorded := &progressLog{}, map[string]string{}
+		err := e.steps.Do(t.Context(), Request{
+			NodeID: "wait@a", Step: &plan.Step{ID: "wait", Uses: plan.KindWait},
+			Instance: e.inst, Jobs: []Job{{ID: id, Results: "~/res3"}}, Log: &logBuf{}, Progress: prog.add,
+			Facts: facts, Record: func(k, v string) { recorded[k] = v },
+		})
+		if err != nil {
+			t.Fatalf("wait: %v", err)
+		}
+		return prog.series(), recorded
+	}
+	first, facts := wait(nil)
+	if diff := cmp.Diff([]string{id + " loss 1=0.1", id + " loss 2=0.2"}, first); diff != "" {
+		t.Errorf("first wait's points (-want +got):\n%s", diff)
+	}
+	if raw := facts[RecordStatusSeen]; !strings.Contains(raw, lineHash(`{"epoch": 2, "kpi": {"loss": 0.2}}`)) {
+		t.Fatalf("recorded %s = %q: want the hash of the last line", RecordStatusSeen, raw)
+	}
+	// The job wrote one more line after the attempt that recorded this.
+	f, err := os.OpenFile(filepath.Join(e.inst.Ref, "res3", "status.json"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"epoch": 3, "kpi": {"loss": 0.3}}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	second, _ := wait(facts)
+	if diff := cmp.Diff([]string{id + " loss 3=0.3"}, second); diff != "" {
+		t.Errorf("resumed wait's points (-want +got):\n%s", diff)
+	}
+}
+
 // TestNewStatusLines: the lines of a status.json's end after those taken
 // before, found by the last few taken (a line written again is new when
 // the lines before it differ).

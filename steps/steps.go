@@ -81,6 +81,10 @@ type Config struct {
 	// deleted (or stopped) next, which ends them anyway: a hung instance
 	// must not hold up its own delete. DefaultStopTimeout when zero.
 	StopTimeout time.Duration
+	// OnAutostop, when set, is told what an instance's autostop watchdog
+	// decided when taoflow reads it back (a lease renewal, a cleanup):
+	// the instance stopped itself while taoflow was away.
+	OnAutostop func(instance string, d AutostopDecision)
 }
 
 // DefaultStopTimeout is Config.StopTimeout when zero: time enough to stop
@@ -107,6 +111,9 @@ type Steps struct {
 	watchMu     sync.Mutex
 	watchers    map[string]*watcher
 	watchClosed bool
+	// renew holds the autostop lease renewers (autostop.go).
+	renew renewers
+
 	// wakeClock is the clock of the followers' wake rations (time.Now
 	// when nil); tests stop it.
 	wakeClock func() time.Time
@@ -208,6 +215,10 @@ const (
 	// RecordLogOffsets is, for a wait, a JSON object of job id → the bytes
 	// of that job's log already written to the node log.
 	RecordLogOffsets = "log_offsets"
+	// RecordStatusSeen is, for a wait, a JSON object of job id → the
+	// sha256 (hex) of the last status.json line it took points from: a
+	// resumed wait takes only the lines after it (docs/design.md §7.7).
+	RecordStatusSeen = "status_seen"
 	// RecordGoneAt is, for a wait, a JSON object of instance name → when
 	// the platform first said that instance was gone or stopped (RFC
 	// 3339): its billing figure ends there (pricing.Costs).

@@ -433,6 +433,7 @@ func (s *Steps) Close() {
 		wg.Go(w.stop)
 	}
 	wg.Wait()
+	s.stopRenewers()
 }
 
 // lineWriter calls line for each complete line written to it.

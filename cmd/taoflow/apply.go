@@ -35,6 +35,12 @@ type applyFlags struct {
 	yes      bool   // create billed instances without asking
 	brev     string // --brev-binary: the brev CLI the user names
 	report   string // --report: the run's report, written at its end
+	// detach: --detach; detachedRun: the run the background process of
+	// an apply --detach runs (hidden --detached-run); detachOnHangup:
+	// --detach-on-hangup (detach.go).
+	detach         bool
+	detachedRun    string
+	detachOnHangup bool
 }
 
 func newApplyCmd(sio stdio, g *globals) *cobra.Command {
@@ -81,11 +87,22 @@ program; with --yes, or without a terminal, apply refuses (exit 2) unless
 Exit status: 0 all succeeded; 1 a node failed (teardown done); 2 invalid plan
 or usage (nothing started); 3 teardown incomplete (something may still exist:
 the names and the command that removes them are printed); 130 interrupted
-(teardown done).`,
+(teardown done).
+
+--detach (-d) checks the plan and asks what apply asks here, then runs the
+plan in a background process that no terminal owns, prints the run id and
+how to follow it ('taoflow attach RUN', 'logs -f', 'status', 'cancel') and
+exits 0; what that process prints goes to .taoflow/runs/RUN/apply.log. The
+run's exit code is in 'taoflow status RUN' when it ends. Closing the
+terminal of an apply without --detach (SIGHUP) cancels and tears down, as
+Ctrl-C does, unless --detach-on-hangup (or TAOFLOW_DETACH_ON_HANGUP=1) is
+given: the run then goes on, its output to apply.log. An apply started
+with SIGHUP ignored (nohup) keeps ignoring it.`,
 		Example: `  taoflow apply examples/plans/quickstart.yaml
   NGC_KEY=... taoflow apply train.yaml --var epochs=20 --parallel 4
   taoflow apply train.yaml --resume             # the latest run, after a crash
-  taoflow apply sweep.yaml --output json > events.jsonl`,
+  taoflow apply sweep.yaml --output json > events.jsonl
+  taoflow apply sweep.yaml -d --yes             # in the background; then: taoflow attach RUN`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			// --resume takes its value only with "=": `--resume RUN` gives RUN
 			// as a second argument.
@@ -127,6 +144,10 @@ the names and the command that removes them are printed); 130 interrupted
 	cmd.Flags().StringArrayVar(&f.tags, "tag", nil, "tag the run: `KEY=VALUE` (repeatable; over the plan's tags:)")
 	cmd.Flags().StringVar(&f.report, "report", "", "at the end, write the run's page as one self-contained HTML `FILE` (taoflow report)")
 	cmd.Flags().BoolVar(&f.clean, "require-clean", false, "refuse to run a plan whose git repository has uncommitted changes")
+	cmd.Flags().BoolVarP(&f.detach, "detach", "d", false, "run in the background, owned by no terminal; print the run id and how to follow it (taoflow attach RUN), then exit 0")
+	cmd.Flags().BoolVar(&f.detachOnHangup, "detach-on-hangup", false, "when the terminal closes (SIGHUP), go on running, output to the run's apply.log, instead of tearing down (env TAOFLOW_DETACH_ON_HANGUP=1)")
+	cmd.Flags().StringVar(&f.detachedRun, detachedFlag, "", "the background process of apply --detach, running `RUN`")
+	_ = cmd.Flags().MarkHidden(detachedFlag)
 	_ = cmd.RegisterFlagCompletionFunc("resume", func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return runCompletion(g, false)(cmd, nil, toComplete)
 	})
@@ -154,6 +175,11 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	tags, err := parseTags(f.tags)
 	if err != nil {
 		return err
+	}
+	if f.detachedRun != "" {
+		// The background process of apply --detach: the user agreed in
+		// the foreground, and no terminal is here to ask on.
+		f.yes, f.detach = true, false
 	}
 	var prior *runner.Resumed
 	if f.resume != "" {
@@ -217,7 +243,7 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	}
 	// The plan is expanded once, for the run: the budget is checked on
 	// the graph that runs.
-	graph, err := runner.Expand(p, prior)
+	graph, err := runner.ExpandAs(p, prior, f.detachedRun)
 	if err != nil {
 		return err
 	}
@@ -229,6 +255,9 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 		if err := confirmBilling(sio, p.Billed(), sel); err != nil {
 			return err
 		}
+	}
+	if f.detach {
+		return startDetached(sio, g, path, f, p, prior, graph.RunID)
 	}
 	red := secrets.Redactor()
 	out := secret.NewWriter(sio.out, red)
@@ -252,9 +281,11 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	view.Start(applyStart{RunID: a.ID, Plan: path, Resumed: prior != nil, DoneBefore: len(a.Done), Nodes: len(a.Graph.Nodes),
 		Instances: len(p.Instances), StateDir: g.stateDir})
 
+	hup := newHangup(f, g.stateDir, a.ID)
+	onHangup := hup.withHangup(view.applyView, out)
 	runCtx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	stopSignals := handleSignals(errOut, a, cancel)
+	stopSignals := handleSignals(errOut, a, cancel, hup, onHangup)
 	defer stopSignals()
 
 	o, err := a.Run(runCtx, view)
@@ -401,10 +432,11 @@ func newView(output string, out, errOut io.Writer, raw io.Writer, runID string, 
 
 // handleSignals implements the three-stage Ctrl-C: cancel and tear down;
 // say what teardown is doing; abandon it with exit 3.
-func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc) func() {
+// SIGHUP (a closed terminal or ssh session) tears down like SIGTERM,
+// unless hup says otherwise (detach.go).
+func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc, hup *hangup, onHangup func()) func() {
 	sigs := make(chan os.Signal, 4)
-	// SIGHUP (a closed terminal or ssh session) tears down like SIGTERM.
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, hup.signals()...)
 	var once sync.Once
 	done := make(chan struct{})
 	// The handler's goroutine: stop waits for it, so a signal being
@@ -418,6 +450,9 @@ func handleSignals(w io.Writer, a *runner.Apply, cancel context.CancelCauseFunc)
 			case <-done:
 				return
 			case sig := <-sigs:
+				if hup.continues(sig, onHangup) {
+					continue
+				}
 				n++
 				name := "SIGTERM"
 				switch sig {

@@ -93,9 +93,15 @@ type logPrinter struct {
 	enc   *json.Encoder
 	many  bool
 	nodes map[string]state.Node
+	// sink, when set, takes each line instead (taoflow attach).
+	sink func(node, text string)
 }
 
 func (p *logPrinter) line(node, text string) error {
+	if p.sink != nil {
+		p.sink(node, strings.TrimRight(text, "\r\n"))
+		return nil
+	}
 	if p.enc != nil {
 		n := p.nodes[node]
 		return p.enc.Encode(logLine{Node: node, Step: n.Step, Cell: n.Cell, Text: strings.TrimRight(text, "\r\n")})

@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 			"waitgrep": cmdWaitGrep,
 			"exitcode": cmdExitCode,
 			"sigrun":   cmdSigRun,
+			"waitrun":  cmdWaitRun,
 		},
 	})
 }

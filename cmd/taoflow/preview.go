@@ -48,6 +48,20 @@ type previewInstance struct {
 	// DeletedAtTeardown: the run deletes it when its steps are done (a
 	// created instance without keep: true).
 	DeletedAtTeardown bool `json:"deleted_at_teardown"`
+	// Autostop is the instance's autostop (docs/design.md §8.8); absent
+	// when it has none.
+	Autostop *previewAutostop `json:"autostop,omitempty"`
+}
+
+// previewAutostop is an instance's autostop as the plan sets it.
+type previewAutostop struct {
+	After    string `json:"after"`
+	MaxAfter string `json:"max_after,omitempty"`
+	// Command is what the watchdog runs; "" when there is none, and then
+	// the autostop does nothing (inert).
+	Command string `json:"command,omitempty"`
+	Inert   bool   `json:"inert"`
+	line    string
 }
 
 type previewOffer struct {
@@ -166,6 +180,18 @@ func newPreview(g *engine.Graph, diags plan.Diagnostics, lookupEnv func(string) 
 			pi.Type = in.CreateType
 			pi.Billed = in.Bills(p.Platform.Kind)
 			pi.DeletedAtTeardown = !in.Keep
+		}
+		if a := in.Autostop; a != nil && a.After > 0 {
+			cmd := in.AutostopCommand(p.Platform.Kind)
+			pa := &previewAutostop{After: plan.ShortDuration(a.After), Command: cmd, Inert: cmd == ""}
+			if a.MaxAfter > 0 {
+				pa.MaxAfter = plan.ShortDuration(a.MaxAfter)
+			}
+			pa.line = "stops itself " + a.Describe() + ": " + cmd
+			if cmd == "" {
+				pa.line = "does nothing (autostop never touches a machine it didn't create unless command: is given)"
+			}
+			pi.Autostop = pa
 		}
 		if c := sel.For(in.Name); c != nil {
 			pi.Type = strings.Join(c.Chain, ",")
@@ -299,6 +325,9 @@ func printPreview(w io.Writer, g *engine.Graph, pv *preview, details *previewer)
 		fmt.Fprintf(tw, "  %s %s\t%s\t%d slot%s\t%s\n", mark, in.Name, what, in.Slots, plural(in.Slots), end)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printAutostop(w, pv); err != nil {
 		return err
 	}
 	if err := printCandidates(w, pv); err != nil {
@@ -448,4 +477,21 @@ func printCost(w io.Writer, c *previewCost) {
 				strings.Join(c.MaxCostLeavesOut, ", "), map[bool]string{true: "it costs", false: "they cost"}[len(c.MaxCostLeavesOut) == 1])
 		}
 	}
+}
+
+// printAutostop lists the instances' autostop, one line each.
+func printAutostop(w io.Writer, pv *preview) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := false
+	for _, in := range pv.Instances {
+		if in.Autostop == nil {
+			continue
+		}
+		if !head {
+			fmt.Fprintf(tw, "\nAutostop (when taoflow stops renewing the lease):\n")
+			head = true
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", in.Name, in.Autostop.line)
+	}
+	return tw.Flush()
 }

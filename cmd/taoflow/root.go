@@ -110,6 +110,7 @@ func newRoot(io stdio) *cobra.Command {
 		newValidateCmd(io),
 		newPlanCmd(io, g),
 		newApplyCmd(io, g),
+		newAttachCmd(io, g),
 		newStatusCmd(io, g),
 		newResultsCmd(io, g),
 		newLogsCmd(io, g),
@@ -142,7 +143,7 @@ func newRoot(io stdio) *cobra.Command {
 
 // stateCommands are the commands that read or write the state: they say
 // which state they use when it was found in a parent directory.
-var stateCommands = map[string]bool{"apply": true, "status": true, "results": true, "logs": true,
+var stateCommands = map[string]bool{"apply": true, "attach": true, "status": true, "results": true, "logs": true,
 	"destroy": true, "cancel": true, "reap": true, "ui": true, "report": true}
 
 // resolveState sets g.stateDir (docs/design.md §7.6): --state

@@ -128,6 +128,9 @@ type runJSON struct {
 	// Cost is what its created brev instances cost, at list prices
 	// (status RUN only; absent when it created none).
 	Cost *pricing.RunCost `json:"cost,omitempty"`
+	// Autostop is each armed instance's autostop and what its watchdog
+	// decided (status RUN only; docs/design.md §8.8).
+	Autostop []runner.Autostop `json:"autostop,omitempty"`
 }
 
 // nodeStatusJSON is a node as status --json prints it: its facts as JSON values
@@ -400,6 +403,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 		j := newRunJSON(r, alive)
 		j.RunRecord = rec
 		j.Nodes, j.Resources, j.Results = newNodesJSON(r.ID, nodes), alive, &results
+		j.Autostop = runner.Autostops(nodes)
 		if len(cost.Instances) > 0 {
 			j.Cost = &cost
 		}
@@ -460,6 +464,7 @@ func showRun(ctx context.Context, w io.Writer, store *state.Store, r state.Run, 
 		}
 	}
 	printFailures(w, r.ID, nodes)
+	printRunAutostop(w, r, nodes)
 	if len(cost.Instances) > 0 {
 		fmt.Fprintf(w, "\ncost (estimates from Brev's list prices):\n")
 		for _, line := range costLines(&cost) {
@@ -514,4 +519,26 @@ func rememberState(w io.Writer, dir string) {
 	if err := state.Remember(index, dir); err != nil {
 		fmt.Fprintf(escapeWriter{w}, "taoflow: could not add %s to the index of states %s (status --all and reap will not see it): %v\n", dir, index, err)
 	}
+}
+
+// printRunAutostop shows each armed instance's autostop, and whether it
+// stopped itself (docs/design.md §8.8).
+func printRunAutostop(w io.Writer, r state.Run, nodes []state.Node) {
+	as := runner.Autostops(nodes)
+	if len(as) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nautostop:\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, a := range as {
+		line := a.Armed
+		if !r.EndedAt.IsZero() && a.Fired == nil {
+			line += " (disarmed at teardown)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", a.Instance, line)
+		if a.Fired != nil {
+			fmt.Fprintf(tw, "  %s\t%s\n", a.Instance, a.Fired.Text)
+		}
+	}
+	_ = tw.Flush()
 }

@@ -4,7 +4,7 @@
 // Gantt (nodes per instance and slot over time, idle gaps shaded) and
 // Sparkline (one small curve, inline).
 //
-// SVG rather than a JavaScript charting library: the same markup serves
+// SVG rather than a charting library run in the browser: the same markup serves
 // the live web page, a phone, and a self-contained report file, with
 // nothing to embed, load or keep up to date, and no script for a strict
 // Content-Security-Policy to allow. Charts use presentation attributes
@@ -15,8 +15,8 @@
 // Every text a chart shows (names, matrix values, labels, titles) comes
 // from plans and jobs, so none is trusted: control characters and
 // invalid UTF-8 become U+FFFD and the rest is XML-escaped, in element
-// text and attributes alike (text.go). Numbers that are NaN or infinite
-// are left out.
+// text and attributes alike (text.go). Numbers that are not finite are
+// left out.
 //
 // The package imports only the standard library. Its callers (package
 // web, the report) gather the data with runner.ResultTable.Curves,

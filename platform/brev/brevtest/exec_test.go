@@ -340,3 +340,45 @@ func TestExecArgLimit(t *testing.T) {
 		t.Errorf("a command of 160 KiB quoted: exit %d, stderr %.300q; want exit 1, argument list too long", r.code, r.stderr)
 	}
 }
+
+// TestShutdownFromInside: an instance powered off from inside (its own
+// `sudo shutdown -h now`, as autostop's watchdog runs it) is STOPPING,
+// then STOPPED in brev ls; ssh to it is refused, what ran on it is gone,
+// and it is deleted as any other.
+func TestShutdownFromInside(t *testing.T) {
+	f := startWithSSH(t)
+	mustBrev(t, f, "create", "--name", "box", "-t", "g5.xlarge")
+	mustBrev(t, f, "refresh")
+	if out, err := sshTo(t, f, "box", "command -v shutdown sudo"); err != nil || !strings.Contains(out, ".bin/shutdown") {
+		t.Fatalf("no shutdown on the instance's PATH: %q, %v", out, err)
+	}
+	// Something that runs on it until the machine goes off.
+	if out, err := sshTo(t, f, "box", "setsid sleep 4713 < /dev/null > /dev/null 2>&1 & echo started"); err != nil {
+		t.Fatalf("start a process: %q, %v", out, err)
+	}
+	testrig.Eventually(t, 10*time.Second, "the process to run", func() bool { return len(testrig.ProcessesWith("sleep 4713")) > 0 })
+	out, err := sshTo(t, f, "box", "sudo -n shutdown -h now; echo after")
+	if strings.Contains(out, "after") {
+		t.Errorf("the session went on after shutdown: %q, %v", out, err)
+	}
+	var seen []string
+	for range 2 {
+		seen = append(seen, lsJSON(t, f)["box"]["status"])
+	}
+	if want := []string{"STOPPING", "STOPPED"}; !cmp.Equal(seen, want) {
+		t.Errorf("after shutdown: %v, want %v", seen, want)
+	}
+	testrig.Eventually(t, 10*time.Second, "what ran on it to die", func() bool { return len(testrig.ProcessesWith("sleep 4713")) == 0 })
+	if _, err := sshTo(t, f, "box", "true"); err == nil {
+		t.Errorf("ssh to a powered-off instance succeeded")
+	}
+	for _, c := range f.Calls() {
+		if strings.Contains(strings.Join(c.Args, " "), "poweroff") {
+			t.Errorf("the machine's own shutdown is logged as a brev call: %+v", c)
+		}
+	}
+	mustBrev(t, f, "delete", "box")
+	if s := f.Status("box"); s != "DELETING" && s != "" {
+		t.Errorf("after delete: %s", s)
+	}
+}

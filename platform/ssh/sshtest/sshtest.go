@@ -167,7 +167,9 @@ var errPortTaken = errors.New("port already in use")
 // refuses connections (exit 255). A sandbox next to which a file
 // <sandbox>.hang exists is a hung machine (a VM thrashing on memory, a hung
 // disk or home): connections and the master connection are fine, but every
-// session started from then on never answers and never ends (see Hang).
+// session started from then on never answers and never ends (see Hang). A
+// directory <sandbox>.bin holds the machine's own commands, first on PATH
+// (the fake brev's shutdown).
 const sandboxScript = `#!/bin/sh
 if [ -n "$TF_SANDBOX" ] && [ -e "$TF_SANDBOX.down" ]; then
 	echo "ssh: connect to host $(basename "$TF_SANDBOX") port 22: Connection refused" >&2
@@ -178,6 +180,7 @@ if [ -n "$TF_SANDBOX" ] && [ -e "$TF_SANDBOX.hang" ]; then
 fi
 if [ -n "$TF_SANDBOX" ]; then
 	HOME=$TF_SANDBOX; export HOME
+	if [ -d "$TF_SANDBOX.bin" ]; then PATH=$TF_SANDBOX.bin:$PATH; export PATH; fi
 	cd "$HOME" || exit 1
 fi
 unset TF_SANDBOX

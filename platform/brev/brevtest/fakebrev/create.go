@@ -272,6 +272,9 @@ func (a *app) register(name, typ string) (inst *fakestate.Instance, eof bool, er
 		if err := os.MkdirAll(sandbox, 0o700); err != nil {
 			return fmt.Errorf("fake brev: make sandbox: %w", err)
 		}
+		if err := writeMachineBin(a.dir, sandbox, name); err != nil {
+			return fmt.Errorf("fake brev: make the sandbox's commands: %w", err)
+		}
 		i := &fakestate.Instance{Name: name, ID: fakestate.NewID(), Status: fakestate.Deploying, Type: typ, Sandbox: sandbox,
 			CreatedAt: time.Now().UnixNano()}
 		switch {

@@ -54,6 +54,9 @@ func run() (code int) {
 		fmt.Fprintf(os.Stderr, "fake brev: %s=%s is not a directory: create it, or use brevtest.Start\n", fakestate.EnvDir, dir)
 		return 1
 	}
+	if len(os.Args) == 3 && os.Args[1] == poweroffArg {
+		return powerOff(dir, os.Args[2])
+	}
 	a := &app{
 		dir:        dir,
 		stdout:     os.Stdout,
