@@ -106,7 +106,9 @@ func startUI(t *testing.T, bin, dir string, env []string) string {
 			}
 		case <-time.After(10 * time.Second):
 			_ = ui.Process.Kill()
-			_ = <-done
+			if err := <-done; err != nil {
+				t.Logf("taoflow ui, killed: %v", err)
+			}
 			t.Errorf("taoflow ui did not stop within 10s of Ctrl-C")
 		}
 	})
