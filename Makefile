@@ -20,9 +20,9 @@ PKGS      := ./...
 
 # What the tests run for real: an OpenSSH server, a Docker registry with
 # htpasswd auth, the AWS CLI, an S3 gateway (versitygw) and a single-node
-# Slurm cluster (slurm-wlm, munge). The Docker Engine
-# itself must already be running.
-DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils shellcheck slurm-wlm munge
+# Slurm cluster (slurm-wlm, munge) and a headless browser (chromium) for the
+# web UI's tests. The Docker Engine itself must already be running.
+DEB_DEPS  := openssh-server openssh-client netcat-openbsd docker-registry awscli apache2-utils shellcheck slurm-wlm munge chromium
 VERSITYGW := github.com/versity/versitygw/cmd/versitygw@v1.8.0
 # What the benchmarks also run: the peers they are compared with (rsync,
 # make, go-task) and strace, which counts a job's processes.

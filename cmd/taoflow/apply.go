@@ -34,6 +34,7 @@ type applyFlags struct {
 	clean    bool
 	yes      bool   // create billed instances without asking
 	brev     string // --brev-binary: the brev CLI the user names
+	report   string // --report: the run's report, written at its end
 	// detach: --detach; detachedRun: the run the background process of
 	// an apply --detach runs (hidden --detached-run); detachOnHangup:
 	// --detach-on-hangup (detach.go).
@@ -141,6 +142,7 @@ with SIGHUP ignored (nohup) keeps ignoring it.`,
 	cmd.Flags().Lookup("resume").NoOptDefVal = "latest"
 	cmd.Flags().StringVar(&f.name, "name", "", "a readable `NAME` for the run, unique in the state (status and logs accept it for the run id)")
 	cmd.Flags().StringArrayVar(&f.tags, "tag", nil, "tag the run: `KEY=VALUE` (repeatable; over the plan's tags:)")
+	cmd.Flags().StringVar(&f.report, "report", "", "at the end, write the run's page as one self-contained HTML `FILE` (taoflow report)")
 	cmd.Flags().BoolVar(&f.clean, "require-clean", false, "refuse to run a plan whose git repository has uncommitted changes")
 	cmd.Flags().BoolVarP(&f.detach, "detach", "d", false, "run in the background, owned by no terminal; print the run id and how to follow it (taoflow attach RUN), then exit 0")
 	cmd.Flags().BoolVar(&f.detachOnHangup, "detach-on-hangup", false, "when the terminal closes (SIGHUP), go on running, output to the run's apply.log, instead of tearing down (env TAOFLOW_DETACH_ON_HANGUP=1)")
@@ -296,6 +298,9 @@ func apply(parent context.Context, sio stdio, g *globals, path string, f *applyF
 	}
 	view.Outcome(o)
 	reportNotify(errOut, a.Notify(parent, o))
+	if f.report != "" {
+		reportAfterApply(parent, errOut, g.stateDir, a.ID, f.report)
+	}
 	if o.ExitCode == exitOK {
 		return nil
 	}

@@ -181,17 +181,8 @@ tears down what the state records, like 'taoflow destroy RUN --yes'.`,
 				return err
 			}
 			defer store.Close()
-			if !runner.ApplyAlive(r) {
-				return destroyRuns(ctx, sio, g, store, []state.Run{r}, true, confirmed)
-			}
-			// The apply is the process the run recorded (its start time
-			// and command line, not only its pid), and only it is
-			// signalled.
-			if err := runner.InterruptApply(r); err != nil {
-				if errors.Is(err, runner.ErrNotOwner) {
-					return destroyRuns(ctx, sio, g, store, []state.Run{r}, true, confirmed)
-				}
-				return fmt.Errorf("signalling apply (pid %d): %w", r.PID, err)
+			if interrupted, err := cancelRun(ctx, sio, g, store, r, confirmed); err != nil || !interrupted {
+				return err
 			}
 			fmt.Fprintf(sio.out, "interrupted apply (pid %d); waiting for its teardown\n", r.PID)
 			deadline := time.Now().Add(wait)
@@ -209,4 +200,23 @@ tears down what the state records, like 'taoflow destroy RUN --yes'.`,
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Minute, "how long to wait for the run's teardown")
 	confirmFlags(cmd, &confirmed)
 	return cmd
+}
+
+// cancelRun stops run r (cancel, and the web UI's cancel): the same
+// interrupt as a Ctrl-C to its apply when that is alive on this host, else
+// a teardown of what the state records, as destroy --yes. interrupted
+// says it signalled the apply, whose teardown then goes on.
+func cancelRun(ctx context.Context, sio stdio, g *globals, store *state.Store, r state.Run, confirmed runner.Confirmed) (interrupted bool, err error) {
+	if !runner.ApplyAlive(r) {
+		return false, destroyRuns(ctx, sio, g, store, []state.Run{r}, true, confirmed)
+	}
+	// The apply is the process the run recorded (its start time and
+	// command line, not only its pid), and only it is signalled.
+	if err := runner.InterruptApply(r); err != nil {
+		if errors.Is(err, runner.ErrNotOwner) {
+			return false, destroyRuns(ctx, sio, g, store, []state.Run{r}, true, confirmed)
+		}
+		return false, fmt.Errorf("signalling apply (pid %d): %w", r.PID, err)
+	}
+	return true, nil
 }

@@ -117,6 +117,8 @@ func newRoot(io stdio) *cobra.Command {
 		newDestroyCmd(io, g),
 		newCancelCmd(io, g),
 		newReapCmd(io, g),
+		newUICmd(io, g),
+		newReportCmd(io, g),
 		newGraphCmd(io),
 		newSchemaCmd(io),
 		newInitCmd(io),
@@ -142,7 +144,7 @@ func newRoot(io stdio) *cobra.Command {
 // stateCommands are the commands that read or write the state: they say
 // which state they use when it was found in a parent directory.
 var stateCommands = map[string]bool{"apply": true, "attach": true, "status": true, "results": true, "logs": true,
-	"destroy": true, "cancel": true, "reap": true}
+	"destroy": true, "cancel": true, "reap": true, "ui": true, "report": true}
 
 // resolveState sets g.stateDir (docs/design.md §7.6): --state
 // when given; else $TAOFLOW_STATE; else the nearest .taoflow in the
