@@ -7,17 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
-	"time"
 
 	"github.com/taoflow/taoflow/platform"
 )
-
-// waitDelay bounds how long Exec waits, after the shell has exited or been
-// killed, for processes it left behind to close its output pipes.
-const waitDelay = 2 * time.Second
 
 // Exec runs script with /bin/sh in the sandbox inst.Ref (the shell reads it
 // on descriptor 3: platform.ScriptFD), with a clean
@@ -55,93 +48,7 @@ func (l *Local) exec(ctx context.Context, inst platform.Instance, script string,
 		return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("sandbox %s is not a directory", inst.Ref)}
 	}
 
-	if err := platform.CheckScript(script); err != nil {
-		return fail, &platform.ExecError{Instance: inst.Name, Err: err}
-	}
-
-	stdout, stderr := platform.NewTail(l.maxOutput), platform.NewTail(l.maxOutput)
-	// The script is no argument (the kernel caps one at 128 KiB): the
-	// shell reads it on descriptor 3, so stdin stays the job's.
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", platform.ScriptCommand)
-	startScript, scriptDone, err := platform.ScriptFD(cmd, script)
-	if err != nil {
-		return fail, &platform.ExecError{Instance: inst.Name, Err: err, Transient: true}
-	}
-	defer scriptDone()
-	cmd.Dir = inst.Ref
-	cmd.Env = environ(inst.Ref)
-	// A nil Stdin reads /dev/null. An *os.File (a pipe the caller writes
-	// an archive into, say) is the process's stdin itself: no copy in
-	// between, and Wait does not wait for it. Otherwise Exec feeds a pipe
-	// itself, so that a reader that never reaches EOF cannot keep Wait
-	// from returning.
-	var stdinW *os.File
-	if f, ok := stdin.(*os.File); ok && f != nil {
-		cmd.Stdin = f
-	} else if stdin != nil {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("stdin pipe: %w", err), Transient: true}
-		}
-		defer r.Close()
-		defer w.Close()
-		cmd.Stdin, stdinW = r, w
-	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if out != nil {
-		cmd.Stdout = out
-	}
-	platform.InGroup(cmd, waitDelay)
-
-	if err := cmd.Start(); err != nil {
-		if ctx.Err() != nil {
-			return fail, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
-		}
-		return fail, &platform.ExecError{
-			Instance:  inst.Name,
-			Err:       fmt.Errorf("start /bin/sh: %w", err),
-			Transient: errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOMEM),
-		}
-	}
-	startScript()
-	if stdinW != nil {
-		_ = cmd.Stdin.(*os.File).Close() // the shell has its own copy
-		go func() {
-			_, _ = io.Copy(stdinW, stdin) // EPIPE when the script does not read it all
-			_ = stdinW.Close()
-		}()
-	}
-	waitErr := cmd.Wait()
-	scriptDone()
-	if stdinW != nil {
-		_ = stdinW.Close() // stop a copy still writing into a pipe nobody reads
-	}
-	res := platform.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: -1}
-	if out != nil {
-		res.Stdout = nil
-	}
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
-	}
-	var exitErr *exec.ExitError
-	switch {
-	case waitErr == nil, errors.Is(waitErr, exec.ErrWaitDelay), errors.As(waitErr, &exitErr):
-		// ErrWaitDelay: the shell exited 0 but something it started in the
-		// background kept the output pipes open; that is still an exit 0.
-		res.ExitCode = exitCode(cmd.ProcessState)
-		return res, nil
-	default:
-		return res, &platform.ExecError{Instance: inst.Name, Err: waitErr}
-	}
-}
-
-// exitCode reports a process's status as a shell would: the exit status, or
-// 128+N for a process killed by signal N.
-func exitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
+	return platform.Shell(ctx, inst.Name, inst.Ref, environ(inst.Ref), script, stdin, out, l.maxOutput)
 }
 
 // environ is the whole environment of a command in sandbox dir. Nothing else

@@ -2,14 +2,10 @@ package slurm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/taoflow/taoflow/platform"
 	"github.com/taoflow/taoflow/platform/ssh"
@@ -92,72 +88,14 @@ func (s *Slurm) exec(ctx context.Context, inst platform.Instance, script string,
 	return s.execHere(ctx, inst, script, stdin, out)
 }
 
-// waitDelay bounds how long Exec waits, after the shell has ended, for
-// what it left behind to close its output.
-const waitDelay = 2 * time.Second
-
-// execHere runs script under /bin/sh on this machine, in its own process
-// group (killed when ctx ends), in the home directory.
+// execHere runs script under /bin/sh on this machine (platform.Shell), in
+// the home directory.
 func (s *Slurm) execHere(ctx context.Context, inst platform.Instance, script string, stdin io.Reader, out io.Writer) (platform.Result, error) {
-	fail := platform.Result{ExitCode: -1}
-	if ctx.Err() != nil {
-		return fail, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
-	}
-	if err := platform.CheckScript(script); err != nil {
-		return fail, &platform.ExecError{Instance: inst.Name, Err: err}
-	}
-	stdout, stderr := platform.NewTail(s.maxOutput), platform.NewTail(s.maxOutput)
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", platform.ScriptCommand)
-	startScript, scriptDone, err := platform.ScriptFD(cmd, script)
-	if err != nil {
-		return fail, &platform.ExecError{Instance: inst.Name, Err: err, Transient: true}
-	}
-	defer scriptDone()
+	dir := ""
 	if home, err := os.UserHomeDir(); err == nil {
-		cmd.Dir = home
+		dir = home
 	}
-	cmd.Env = s.cfg.Env
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if out != nil {
-		cmd.Stdout = out
-	}
-	platform.InGroup(cmd, waitDelay)
-	if err := cmd.Start(); err != nil {
-		if ctx.Err() != nil {
-			return fail, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
-		}
-		return fail, &platform.ExecError{Instance: inst.Name, Err: fmt.Errorf("start /bin/sh: %w", err),
-			Transient: errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOMEM)}
-	}
-	startScript()
-	waitErr := cmd.Wait()
-	scriptDone()
-	res := platform.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: -1}
-	if out != nil {
-		res.Stdout = nil
-	}
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("exec on %s: %w", inst.Name, context.Cause(ctx))
-	}
-	var exitErr *exec.ExitError
-	switch {
-	case waitErr == nil, errors.Is(waitErr, exec.ErrWaitDelay), errors.As(waitErr, &exitErr):
-		res.ExitCode = exitCode(cmd.ProcessState)
-		return res, nil
-	default:
-		return res, &platform.ExecError{Instance: inst.Name, Err: waitErr}
-	}
-}
-
-// exitCode reads a status as a shell would: 128+N for signal N.
-func exitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
+	return platform.Shell(ctx, inst.Name, dir, s.cfg.Env, script, stdin, out, s.maxOutput)
 }
 
 // Check runs `sbatch --version` where Slurm's commands run, and returns
