@@ -17,7 +17,9 @@ import (
 // slurm-wlm, authenticated by a munged of its own) running as root on this
 // machine, on private ports, with every file in one temporary directory.
 //
-// The node declares 8 CPUs (whatever this machine has: config_overrides),
+// The node declares 32 CPUs (whatever this machine has: config_overrides,
+// so that the tests of a package, run in parallel, do not queue behind each
+// other's jobs),
 // 4000 MB and two GRES GPUs whose File= are device nodes made in the
 // directory, so jobs asking --gpus get CUDA_VISIBLE_DEVICES. Partitions:
 // debug (the default, MaxTime=INFINITE) and short (MaxTime=1 minute).
@@ -138,7 +140,7 @@ func startSlurm() (s *Slurm, err error) {
 		return nil, err
 	}
 	host, _, _ = strings.Cut(host, ".")
-	s = &Slurm{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Node: host, CPUs: 8}
+	s = &Slurm{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Node: host, CPUs: 32}
 	defer func() {
 		if err != nil {
 			s.Stop()

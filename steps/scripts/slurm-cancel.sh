@@ -17,6 +17,8 @@ tf_home "$tf_base"
 b=$tf_h
 tf_c=
 tf_said=
+tf_nl='
+'
 eval "set -- $tf_ids"
 for j in "$@"; do
 	[ -s "$b/$j/id" ] || continue
@@ -29,8 +31,6 @@ done
 if [ -n "$tf_pool" ]; then
 	tf_q=$(squeue --me -h -o '%i|%j|%k' 2>&1) || { printf '%s\n' "$tf_q" >&2; exit 1; }
 	tf_want="taoflow run=$tf_run pool=$tf_pool"
-	tf_nl='
-'
 	while IFS='|' read -r jid name comment; do
 		case $name in "tf-$tf_run-"*) ;; *) continue;; esac
 		[ "$comment" = "$tf_want" ] || continue
@@ -45,6 +45,20 @@ fi
 if [ -n "$tf_c" ]; then
 	# shellcheck disable=SC2086 # ids are digits, split on purpose
 	scancel $tf_c || exit 1
+	# Wait (20 s at most) until squeue lists none of them: a running job
+	# shows as COMPLETING while Slurm kills its processes, and the caller
+	# says "removed" once this returns.
+	tf_n=0
+	while [ "$tf_n" -lt 100 ]; do
+		tf_q=$(squeue --me -h -o '%i' 2>/dev/null) || break
+		tf_left=
+		for jid in $tf_c; do
+			case "$tf_nl$tf_q$tf_nl" in *"$tf_nl$jid$tf_nl"*) tf_left=1 ;; esac
+		done
+		[ -z "$tf_left" ] && break
+		sleep 0.2
+		tf_n=$((tf_n + 1))
+	done
 fi
 if [ "$tf_remove" = 1 ] && [ -d "$b" ]; then
 	for p in "$b"/*/pool; do
