@@ -134,6 +134,11 @@ func (s *Steps) wait(ctx context.Context, req Request) error {
 		}
 		ws[i] = w
 	}
+	if req.Attempt > 1 && s.onSlurm() {
+		if err := s.slurmResubmit(ctx, req, ws); err != nil {
+			return err
+		}
+	}
 	names := make([]string, len(ws))
 	for i, w := range ws {
 		names[i] = w.job.ID

@@ -221,6 +221,46 @@ func (r *slurmRT) submit(ctx context.Context, inst platform.Instance, spec jobSp
 	return launch{Adopted: adopted, Ref: ref}, nil
 }
 
+// resubmitScript queues job again in inst's pool when Slurm ended its
+// last one NODE_FAIL, BOOT_FAIL or PREEMPTED (scripts/slurm-resubmit.sh).
+func (r *slurmRT) resubmitScript(inst platform.Instance, job string) string {
+	return script(Params{
+		"tf_dir":         r.runDir() + "/" + job,
+		"tf_args":        words(SbatchArgs(r.s.cfg.RunID, job, r.pool(inst))...),
+		"tf_exit_sbatch": strconv.Itoa(exitSbatch),
+	}, "home", "slurm-resubmit")
+}
+
+// slurmResubmit runs, before a wait's retry polls (attempt 2 and later),
+// resubmitScript for each of its Slurm jobs: a job whose node failed or
+// that was preempted (ClassVanished, not the job's fault) runs again as
+// a new sbatch job of the same name, so the step's retries retry it as
+// a failed attempt is retried elsewhere. Jobs that ended otherwise stay
+// as they are (the wait reads their end again).
+func (s *Steps) slurmResubmit(ctx context.Context, req Request, ws []*watched) error {
+	for _, w := range ws {
+		r, ok := w.rt.(*slurmRT)
+		if !ok {
+			continue
+		}
+		res, err := s.exec(ctx, w.inst, r.resubmitScript(w.inst, w.job.ID), nil)
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			why := s.lastLine(res.Stderr)
+			if why == "" {
+				why = fmt.Sprintf("the resubmit script exited with code %d", res.ExitCode)
+			}
+			return s.fail(ClassLaunchFailed, nil, "resubmitting slurm job %s in pool %s: %s", w.job.ID, w.inst.Name, why)
+		}
+		for _, line := range outputLines(res.Stdout) {
+			fmt.Fprintf(req.Log, "%s%s\n", w.label, line)
+		}
+	}
+	return nil
+}
+
 func (r *slurmRT) statusScript(probes []probe) string {
 	list := make([]string, 0, 3*len(probes))
 	names := make([]string, 0, len(probes))
@@ -469,7 +509,7 @@ func slurmObservation(o *observation, id, jid, rc string, q squeueLine, inQueue 
 		o.Fail = &Error{Class: ClassJobFailed, Code: max(exit, 1), Msg: fmt.Sprintf("slurm job %s (%s) failed: out of memory (OUT_OF_MEMORY: raise the pool's mem)", jid, id)}
 	case "NODE_FAIL", "BOOT_FAIL", "PREEMPTED":
 		o.State, o.Code = stateExited, exit
-		o.Fail = &Error{Class: ClassVanished, Code: max(exit, 1), Msg: fmt.Sprintf("slurm job %s (%s) ended %s: its node failed or it was preempted, not the job itself (Slurm requeues such a job when the cluster allows it)", jid, id, q.State)}
+		o.Fail = &Error{Class: ClassVanished, Code: max(exit, 1), Msg: fmt.Sprintf("slurm job %s (%s) ended %s: its node failed or it was preempted, not the job itself (the wait's retries queue it again)", jid, id, q.State)}
 	default:
 		o.State, o.Code = stateExited, exit
 		o.Fail = &Error{Class: ClassJobFailed, Code: max(exit, 1), Msg: fmt.Sprintf("slurm job %s (%s) ended in state %s (%s)", jid, id, q.State, q.Reason)}

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/taoflow/taoflow/plan"
+	"github.com/taoflow/taoflow/platform"
 )
 
 // TestSlurmStates maps each of Slurm's job states, as squeue prints them
@@ -36,6 +38,7 @@ func TestSlurmStates(t *testing.T) {
 		"oom":            {squeue: "7|J|OUT_OF_MEMORY|OutOfMemory|0:09|0|", jid: "7", rc: "-", state: stateExited, class: ClassJobFailed},
 		"node fail":      {squeue: "7|J|NODE_FAIL|None|0:09|0|", jid: "7", rc: "-", state: stateExited, class: ClassVanished},
 		"preempted":      {squeue: "7|J|PREEMPTED|None|0:09|0|", jid: "7", rc: "-", state: stateExited, class: ClassVanished},
+		"boot fail":      {squeue: "7|J|BOOT_FAIL|None|0:00|0|", jid: "7", rc: "-", state: stateExited, class: ClassVanished},
 		"purged with rc": {jid: "7", rc: "2", state: stateExited, code: 2},
 		"purged":         {jid: "7", rc: "-", state: stateVanished, reasonPrefix: "Slurm no longer lists job 7"},
 		"never queued":   {jid: "-", rc: "-", state: stateMissing},
@@ -172,5 +175,31 @@ func TestSlurmBatchScript(t *testing.T) {
 	plain := r.batchScript(jobSpec{ID: "tf-r-train.a", Command: "python train.py"})
 	if !strings.Contains(plain, "tf_srun=''") || !strings.Contains(plain, `sh "$tf_d/cmd.sh"`) {
 		t.Errorf("a host job's batch script:\n%s", plain)
+	}
+}
+
+// TestSlurmResubmitScript: the script a wait's retry runs queues the job
+// again only for the end states that are not the job's fault, with the
+// job's own sbatch options (its name, so adoption and cleanup find it),
+// appending to its log and replacing its id; and it is valid sh.
+func TestSlurmResubmitScript(t *testing.T) {
+	p := &plan.Plan{Instances: []*plan.Instance{{Name: "g", GPUs: 2, Pool: plan.Pool{Partition: "gpu"}}}}
+	r := &slurmRT{s: New(Config{RunID: "r1", Plan: p})}
+	got := r.resubmitScript(platform.Instance{Name: "g"}, "tf-r1-train.i-1")
+	for _, want := range []string{
+		"tf_dir='" + plan.DefaultSlurmWorkdir + "/r1/tf-r1-train.i-1'",
+		"--job-name=tf-r1-train.i-1", "--open-mode=append", "--partition=gpu", "--gpus=2",
+		"NODE_FAIL|BOOT_FAIL|PREEMPTED) ;;",
+		`printf '%s\n' "$tf_id" > "$d/id"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the resubmit script lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "COMPLETED") || strings.Contains(got, "TIMEOUT") {
+		t.Errorf("the resubmit script names a state it must not resubmit:\n%s", got)
+	}
+	if out, err := exec.Command("sh", "-n", "-c", got).CombinedOutput(); err != nil {
+		t.Errorf("sh -n: %v: %s", err, out)
 	}
 }
