@@ -173,8 +173,8 @@ func (c *checker) slurm() {
 		}
 	}
 	for _, s := range c.p.AllSteps() {
-		if s.Uses == KindPull || s.Uses == KindNGCAuth {
-			c.d.errorf(s.UsesPos, "step %q: uses: %s runs docker, which a Slurm login node need not have; on slurm, pyxis pulls a run step's image when its job starts (remove the step)", s.ID, s.Uses)
+		if s.Uses == KindNGCAuth {
+			c.d.errorf(s.UsesPos, "step %q: uses: %s runs docker, which a Slurm login node need not have; on slurm, pyxis pulls a run step's image when its job starts, or a pull step imports it with enroot (remove the step)", s.ID, s.Uses)
 		}
 		if s.Uses != KindRun {
 			continue

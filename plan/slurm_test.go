@@ -69,7 +69,7 @@ func TestSlurmPlanErrors(t *testing.T) {
 		"time shape":             {"platform: slurm\ninstances:\n  a: {time: soon}\n", "must be a Slurm time"},
 		"bad mem":                {"platform: slurm\ninstances:\n  a: {mem: 4GB}\n", "must be a whole number of megabytes"},
 		"hostile partition":      {"platform: slurm\ninstances:\n  a: {partition: \"../x y\"}\n", "must be a Slurm name"},
-		"pull":                   {"platform: slurm\ninstances:\n  a: {}\nsteps:\n  - {id: p, uses: pull, with: {image: x}}\n", "7:19: error: step \"p\": uses: pull runs docker"},
+		"ngc-auth":               {"platform: slurm\ninstances:\n  a: {}\nsteps:\n  - {id: p, uses: ngc-auth}\n", "7:19: error: step \"p\": uses: ngc-auth runs docker"},
 		"with.gpus":              {"platform: slurm\ninstances:\n  a: {gpus: 1}\nsteps:\n  - {id: r, uses: run, with: {command: x, gpus: all}}\n", "with.gpus is not used on slurm"},
 		"max_gpu_hours on local": {"budget: {max_gpu_hours: 3}\ninstances:\n  a: {}\n", "warning: budget: max_gpu_hours counts Slurm jobs' GPU-hours"},
 	} {

@@ -57,6 +57,10 @@ func (s *Steps) preview(req Request) ([]Command, error) {
 		if err := checkImage("with.image", image); err != nil {
 			return nil, err
 		}
+		if s.onSlurm() {
+			r := &slurmRT{s: s}
+			return []Command{{What: "enroot import " + EnrootURI(image) + " into " + r.sqshPath(image) + " unless present", Script: r.slurmPullScript(image)}}, nil
+		}
 		return []Command{{What: "pull unless present", Script: pullScript(image)}}, nil
 	case plan.KindRun:
 		spec, rt, noun, err := s.jobSpecFor(req)

@@ -24,6 +24,9 @@ func (s *Steps) pull(ctx context.Context, req Request) error {
 	if err := checkImage("with.image", image); err != nil {
 		return err
 	}
+	if s.onSlurm() {
+		return s.slurmPull(ctx, req, image)
+	}
 	inst := req.Instance
 	fmt.Fprintf(req.Log, "pulling %s on %s unless it is there\n", image, inst.Name)
 	res, err := s.exec(ctx, inst, pullScript(image), nil)

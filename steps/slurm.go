@@ -64,6 +64,7 @@ const (
 	exitSbatch      = 93 // sbatch refused the job
 	exitPyxis       = 94 // an image, and no pyxis
 	exitSqueue      = 95 // squeue failed
+	exitNoEnroot    = 96 // pull, and no enroot on the login node
 )
 
 // onSlurm reports whether the run's platform is a Slurm cluster.
@@ -158,7 +159,81 @@ func (r *slurmRT) batchScript(spec jobSpec) string {
 	if spec.Image != "" {
 		workdir = "" // the container's, given to srun
 	}
-	return "#!/bin/sh\n# taoflow job " + spec.ID + "\n" + script(Params{"tf_workdir": workdir, "tf_srun": srun}, "home", "slurm-job")
+	sqsh := ""
+	if spec.Image != "" {
+		sqsh = r.sqshPath(spec.Image)
+	}
+	return "#!/bin/sh\n# taoflow job " + spec.ID + "\n" + script(Params{"tf_workdir": workdir, "tf_srun": srun, "tf_sqsh": sqsh}, "home", "slurm-job")
+}
+
+// sqshPath is the squashfs file a pull step imports image into (enroot
+// import, scripts/slurm-pull.sh): RUNDIR/images/NAME.sqsh, NAME the image
+// reference with each character outside [A-Za-z0-9._-] written "+".
+func (r *slurmRT) sqshPath(image string) string {
+	name := []byte(image)
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			name[i] = '+'
+		}
+	}
+	return r.runDir() + "/images/" + strings.TrimLeft(string(name), ".") + ".sqsh"
+}
+
+// EnrootURI writes an image reference as enroot import reads it:
+// docker://[REGISTRY#]IMAGE[:TAG], the registry (a first component with a
+// dot or a colon, or localhost) set off by "#".
+func EnrootURI(image string) string {
+	if first, rest, ok := strings.Cut(image, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return "docker://" + first + "#" + rest
+	}
+	return "docker://" + image
+}
+
+// slurmPullScript imports image with enroot (scripts/slurm-pull.sh).
+func (r *slurmRT) slurmPullScript(image string) string {
+	return script(Params{
+		"tf_uri":           EnrootURI(image),
+		"tf_sqsh":          r.sqshPath(image),
+		"tf_exit_noenroot": strconv.Itoa(exitNoEnroot),
+	}, "home", "slurm-pull")
+}
+
+// slurmPull is pull on Slurm: enroot imports the image on the login node
+// into the run's directory, which the run's container jobs then use
+// (batchScript). No enroot there is a clear failure; pyxis still pulls
+// at job start for a plan without the pull step.
+func (s *Steps) slurmPull(ctx context.Context, req Request, image string) error {
+	inst := req.Instance
+	r := &slurmRT{s: s}
+	fmt.Fprintf(req.Log, "importing %s with enroot into %s unless it is there\n", image, r.sqshPath(image))
+	res, err := s.exec(ctx, inst, r.slurmPullScript(image), nil)
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return s.fail(ClassNotReachable, err, "importing %s for pool %s: %v", image, inst.Name, err)
+	case res.ExitCode == exitNoEnroot:
+		return s.fail(ClassUnsupported, nil, "pull on slurm imports the image with enroot, which is not installed where Slurm's commands run (the login node): install enroot there, or remove the pull step (pyxis then pulls the image when each job starts)")
+	}
+	present := false
+	for _, l := range outputLines(res.Stdout) {
+		if l == "@present" {
+			present = true
+			continue
+		}
+		fmt.Fprintln(req.Log, l)
+	}
+	if res.ExitCode != 0 {
+		return s.fail(ClassPullFailed, nil, "enroot import %s for pool %s failed (exit code %d): %s", EnrootURI(image), inst.Name, res.ExitCode, s.lastLine(res.Stderr))
+	}
+	if present {
+		fmt.Fprintf(req.Log, "%s is imported already\n", image)
+	}
+	fmt.Fprintf(req.Log, "image %s: %s\n", image, r.sqshPath(image))
+	if req.Record != nil {
+		req.Record(RecordImage, image)
+	}
+	return nil
 }
 
 // submitScript queues spec in inst's pool (scripts/slurm-submit.sh),

@@ -1,7 +1,9 @@
 package steps
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +203,69 @@ func TestSlurmResubmitScript(t *testing.T) {
 	}
 	if out, err := exec.Command("sh", "-n", "-c", got).CombinedOutput(); err != nil {
 		t.Errorf("sh -n: %v: %s", err, out)
+	}
+}
+
+// TestSlurmPullImport: pull on slurm imports with enroot (registry set
+// off by "#", as enroot reads it) into a file of the run's directory whose
+// name holds no "/" or "..", and the job's script runs that file once it
+// exists: its srun's --container-image is rewritten to it.
+func TestSlurmPullImport(t *testing.T) {
+	for image, want := range map[string]string{
+		"nvcr.io/nvidia/tao/tao-toolkit:6.0.0-pyt": "docker://nvcr.io#nvidia/tao/tao-toolkit:6.0.0-pyt",
+		"localhost:5000/x:1":                       "docker://localhost:5000#x:1",
+		"localhost/x":                              "docker://localhost#x",
+		"ubuntu:24.04":                             "docker://ubuntu:24.04",
+		"library/ubuntu":                           "docker://library/ubuntu",
+	} {
+		if got := EnrootURI(image); got != want {
+			t.Errorf("EnrootURI(%q) = %q, want %q", image, got, want)
+		}
+	}
+	r := &slurmRT{s: New(Config{RunID: "r1"})}
+	for image, want := range map[string]string{
+		"nvcr.io/nvidia/tao/tao-toolkit:6.0": plan.DefaultSlurmWorkdir + "/r1/images/nvcr.io+nvidia+tao+tao-toolkit+6.0.sqsh",
+		"../../etc/x y$(z)":                  plan.DefaultSlurmWorkdir + "/r1/images/+..+etc+x+y++z+.sqsh",
+	} {
+		if got := r.sqshPath(image); got != want {
+			t.Errorf("sqshPath(%q) = %q, want %q", image, got, want)
+		}
+	}
+	sc := r.slurmPullScript("nvcr.io/nvidia/tao/tao-toolkit:6.0")
+	for _, want := range []string{"tf_uri='docker://nvcr.io#nvidia/tao/tao-toolkit:6.0'", `enroot import -o "$tf_p" "$tf_uri"`, "tf_exit_noenroot=96"} {
+		if !strings.Contains(sc, want) {
+			t.Errorf("the pull script lacks %q:\n%s", want, sc)
+		}
+	}
+	if out, err := exec.Command("sh", "-n", "-c", sc).CombinedOutput(); err != nil {
+		t.Errorf("sh -n: %v: %s", err, out)
+	}
+
+	// The batch script, run by sh in a job directory with "echo" in srun's
+	// place: the image's file, once it exists, replaces the image.
+	dir := t.TempDir()
+	sqsh := filepath.Join(dir, "img.sqsh")
+	job := script(Params{"tf_workdir": dir, "tf_sqsh": sqsh, "tf_srun": words("echo", "--container-image=nvcr.io/x:1", "--container-workdir=/w", "cmd", "a b")}, "home", "slurm-job")
+	run := func() string {
+		t.Helper()
+		c := exec.Command("sh", "-c", job)
+		c.Dir = dir
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("batch script: %v", err)
+		}
+		return string(out)
+	}
+	if got := run(); got != "--container-image=nvcr.io/x:1 --container-workdir=/w cmd a b\n" {
+		t.Errorf("without the file: %q", got)
+	}
+	if err := os.WriteFile(sqsh, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := run(), "--container-image="+sqsh+" --container-workdir=/w cmd a b\n"; got != want {
+		t.Errorf("with the file: %q, want %q", got, want)
+	}
+	if b := r.batchScript(jobSpec{ID: "tf-r1-t.a", Image: "nvcr.io/x:1", Command: "c"}); !strings.Contains(b, "tf_sqsh='"+plan.DefaultSlurmWorkdir+"/r1/images/nvcr.io+x+1.sqsh'") {
+		t.Errorf("the batch script names no image file:\n%s", b)
 	}
 }
