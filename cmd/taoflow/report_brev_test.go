@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,6 +45,11 @@ steps:
     needs: [wait]
     matrix: inherit
     with: {from: "~/results/${{ cell.id }}", to: "${{ vars.dest }}/${{ cell.id }}"}
+  - id: bring
+    uses: fetch
+    needs: [upload]
+    matrix: inherit
+    with: {from: "~/results/${{ cell.id }}", to: "fetched/${{ cell.id }}"}
 finally:
   - id: teardown
     uses: delete
@@ -90,6 +97,8 @@ func TestBrevReport(t *testing.T) {
 		"<span>train[lr=good]</span>", "<span>train[lr=bad]</span>",
 		"<td>lr-good</td><td>good</td>", "<td>lr-bad</td><td>bad</td>",
 		"local: <code>" + dir + "/results/lr-good</code>",
+		// and where the fetch copied them on this machine.
+		"local: <code>" + dir + "/fetched/lr-good</code>",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the report lacks %q", want)
@@ -97,6 +106,24 @@ func TestBrevReport(t *testing.T) {
 	}
 	if !regexp.MustCompile(`<td>\$3\.29/h</td><td>\$\d+\.\d\d</td>`).MatchString(page) {
 		t.Error("the report has no cost for the instance")
+	}
+	// results --json lists both, the fetch's as an absolute path.
+	code, out, errOut = applyCLI(t, "results", "--json", "latest")
+	if code != exitOK {
+		t.Fatalf("results exit %d\n%s", code, errOut)
+	}
+	var table struct {
+		Rows []struct {
+			Cell    string
+			Results []string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &table); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"file://" + dir + "/results/lr-good", dir + "/fetched/lr-good"}
+	if len(table.Rows) != 2 || table.Rows[0].Cell != "lr-good" || !slices.Equal(table.Rows[0].Results, want) {
+		t.Errorf("results --json rows %+v; want lr-good's results %q", table.Rows, want)
 	}
 	if m := regexp.MustCompile(`(?i)(src|href|action|url)\s*[=(]\s*["']?\s*(https?:)?//`).FindString(page); m != "" {
 		t.Errorf("the report refers to something outside itself: %q", m)
