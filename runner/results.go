@@ -34,7 +34,9 @@ type ResultRow struct {
 	MaxEpoch    *float64           `json:"max_epoch,omitempty"`
 	Last        map[string]float64 `json:"last,omitempty"`
 	Best        map[string]float64 `json:"best,omitempty"`
-	Results     []string           `json:"results,omitempty"` // where uploads put them
+	// Results are where the cell's results were copied: each upload's
+	// destination URL, and each fetch's absolute local directory.
+	Results []string `json:"results,omitempty"`
 	// Partial: an upload or fetch of the job salvaged its results after a
 	// node before it did not succeed (docs/design.md §8.6); PartialWhy
 	// says which and why.
@@ -127,6 +129,9 @@ func Results(ctx context.Context, store *state.Store, runID string) (ResultTable
 				end = o.EndedAt
 			}
 			if to := o.Facts[factUploadedTo]; to != "" && o.State == string(engine.Succeeded) {
+				row.Results = append(row.Results, to)
+			}
+			if to := o.Facts[steps.RecordFetchedTo]; to != "" && o.State == string(engine.Succeeded) {
 				row.Results = append(row.Results, to)
 			}
 			if why := o.Facts[factPartial]; why != "" && o.State == string(engine.Succeeded) {

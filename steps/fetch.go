@@ -74,6 +74,7 @@ func (s *Steps) fetch(ctx context.Context, req Request) error {
 
 	if _, local, err := walkLocal(to, nil, nil); err == nil && withLinksLeftOut(local, to).without(manifestName).same(remote) {
 		fmt.Fprintf(req.Log, "%s already holds %s of %s (%d files, %d bytes): nothing to fetch\n", to, from, inst.Name, files, bytes)
+		recordFetched(req, to)
 		return nil
 	}
 
@@ -136,7 +137,23 @@ func (s *Steps) fetch(ctx context.Context, req Request) error {
 		return s.fail(ClassFetchFailed, err, "%v", err)
 	}
 	fmt.Fprintf(req.Log, "fetched %d files (%d bytes) and %d symlinks to %s; verified; wrote %s\n", gf, gb, gl, to, manifestName)
+	recordFetched(req, to)
 	return nil
+}
+
+// RecordFetchedTo is the Request.Record key under which a fetch records
+// the absolute local directory that holds the results it copied, for the
+// results table (docs/design.md §7.3).
+const RecordFetchedTo = "fetched_to"
+
+func recordFetched(req Request, to string) {
+	if req.Record == nil {
+		return
+	}
+	if abs, err := filepath.Abs(to); err == nil {
+		to = abs
+	}
+	req.Record(RecordFetchedTo, to)
 }
 
 // mayReplace refuses to replace what stands at to unless fetch wrote it

@@ -55,6 +55,9 @@ var funcs = template.FuncMap{
 		if p, ok := strings.CutPrefix(u, "file://"); ok {
 			return p
 		}
+		if strings.HasPrefix(u, "/") {
+			return u // a fetch's local directory
+		}
 		return ""
 	},
 	"svg": func(s string) template.HTML { return template.HTML(s) }, // drawn by web/chart, every value escaped there

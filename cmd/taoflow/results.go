@@ -40,7 +40,8 @@ func newResultsCmd(sio stdio, g *globals) *cobra.Command {
 		Long: `Results prints one row per job of RUN (an id, a name given with apply
 --name, a unique prefix, or "latest"): its matrix values, state, time, final
 epoch, the last value of every numeric metric its status.json (or other JSON
-lines in its results directory) held, and where its results were uploaded.
+lines in its results directory) held, and where its results went: each
+upload's destination and each fetch's local directory.
 Give CELL ids to show only those cells.
 
 --sort METRIC puts the best first (the lowest for a loss or an error, the
