@@ -48,7 +48,7 @@ install: build
 
 ## test: every test, with the race detector (what README calls the test command)
 test: deps
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 ## deps: install what the tests start (Debian packages, versitygw); a no-op when present
 deps:
