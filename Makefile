@@ -14,6 +14,7 @@ FUZZ_REDACT ?= 30000x
 FUZZ_BREV ?= 30000x
 FUZZ_LINT ?= 30000x
 FUZZ_JSONVIEW ?= 3000x
+FUZZ_PROGRESS ?= 30000x
 PKGS      := ./...
 
 .PHONY: all build install test race fuzz bench bench-deps lint check tools deps tidy fmt examples clean
@@ -73,6 +74,7 @@ fuzz:
 	$(GO) test ./platform/brev -run '^$$' -fuzz '^FuzzParseSearch$$' -fuzztime $(FUZZ_BREV)
 	$(GO) test ./secret -run '^$$' -fuzz '^FuzzLint$$' -fuzztime $(FUZZ_LINT)
 	$(GO) test ./plan -run '^$$' -fuzz '^FuzzJSONView$$' -fuzztime $(FUZZ_JSONVIEW)
+	$(GO) test ./internal/progress -run '^$$' -fuzz '^FuzzParseLine$$' -fuzztime $(FUZZ_PROGRESS)
 	@# Every fuzz target of the tree is run above: a new one must be added.
 	@missing=""; for f in $$(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/^func //' | sort -u); do \
 		grep -q -- "-fuzz '^$$f\$$\$$'" Makefile || missing="$$missing $$f"; done; \
