@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taoflow/taoflow/runner"
 	"github.com/taoflow/taoflow/state"
 	"github.com/taoflow/taoflow/web"
 )
@@ -40,18 +39,11 @@ the end of a run.`,
 		ValidArgsFunction: runCompletion(g, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			store, err := openState(g.stateDir)
+			store, r, err := openRun(ctx, g.stateDir, args[0])
 			if err != nil {
 				return err
-			}
-			if store == nil {
-				return runner.UnknownRun(args[0], nil)
 			}
 			defer store.Close()
-			r, err := runner.FindRun(ctx, store, args[0])
-			if err != nil {
-				return err
-			}
 			if out == "-" || out == "" {
 				return web.WriteReport(ctx, sio.out, store, absDir(g.stateDir), r.ID, web.ReportConfig{})
 			}

@@ -89,18 +89,11 @@ your signed requests there.`,
 				return usageError(fmt.Errorf("--series goes with --csv (--json has the series already)"))
 			}
 			ctx := cmd.Context()
-			store, err := openState(g.stateDir)
+			store, run, err := openRun(ctx, g.stateDir, args[0])
 			if err != nil {
 				return err
-			}
-			if store == nil {
-				return runner.UnknownRun(args[0], nil)
 			}
 			defer store.Close()
-			run, err := runner.FindRun(ctx, store, args[0])
-			if err != nil {
-				return err
-			}
 			t, err := runner.Results(ctx, store, run.ID)
 			if err != nil {
 				return err

@@ -213,15 +213,30 @@ func openState(dir string) (*state.Store, error) {
 // findRun resolves id in the state in dir, opened for reading: a dir with
 // no state knows no run.
 func findRun(ctx context.Context, dir, id string) (state.Run, error) {
-	store, err := openState(dir)
+	store, r, err := openRun(ctx, dir, id)
 	if err != nil {
 		return state.Run{}, err
 	}
-	if store == nil {
-		return state.Run{}, runner.UnknownRun(id, nil)
+	store.Close()
+	return r, nil
+}
+
+// openRun opens the state in dir for reading and resolves id in it (a dir
+// with no state knows no run); the caller closes the store.
+func openRun(ctx context.Context, dir, id string) (*state.Store, state.Run, error) {
+	store, err := openState(dir)
+	if err != nil {
+		return nil, state.Run{}, err
 	}
-	defer store.Close()
-	return runner.FindRun(ctx, store, id)
+	if store == nil {
+		return nil, state.Run{}, runner.UnknownRun(id, nil)
+	}
+	r, err := runner.FindRun(ctx, store, id)
+	if err != nil {
+		store.Close()
+		return nil, state.Run{}, err
+	}
+	return store, r, nil
 }
 
 // listedRun is a run as the list of runs shows it.
