@@ -251,7 +251,7 @@ func (d *docker) statusScript(probes []probe) string {
 		"tf_format": inspectFormat,
 		"tf_follow": followFile,
 		"tf_whole":  wholeFile,
-	}, "home", "docker-status")
+	}, "home", "stlines", "docker-status")
 }
 
 // Files in a container job's directory on the instance (statusScript):

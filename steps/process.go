@@ -135,7 +135,7 @@ func (p *process) statusScript(probes []probe) string {
 	for _, pr := range probes {
 		list = append(list, pr.ID, strconv.FormatInt(pr.Offset, 10), pr.Results)
 	}
-	return p.funcs(Params{"tf_probes": words(list...), "tf_chunk": strconv.Itoa(logChunk), "tf_now": strconv.FormatInt(time.Now().Unix(), 10)}, "home", "proc-status")
+	return p.funcs(Params{"tf_probes": words(list...), "tf_chunk": strconv.Itoa(logChunk), "tf_now": strconv.FormatInt(time.Now().Unix(), 10)}, "home", "stlines", "proc-status")
 }
 
 func (p *process) status(ctx context.Context, inst platform.Instance, probes []probe) ([]observation, error) {

@@ -28,29 +28,7 @@
 # follower gone) the stopped container's log is read whole once and kept,
 # and a running one's at every poll (and a created or removing one's, not
 # kept).
-tf_nl='
-'
-# tf_sttail FILE: sets tf_tail to the end of FILE (8 KiB, whose first line
-# may be cut: the reader drops lines that are not whole JSON objects) and
-# st to its last line.
-tf_tail=
-tf_sttail() {
-	tf_tail=$(tail -c 8192 "$1")
-	st=${tf_tail##*"$tf_nl"}
-}
-# tf_stlines: prints each line of tf_tail as "@st LINE" (then clears it),
-# with builtins only: the reader takes the lines after the last it saw.
-tf_stlines() {
-	tf_ifs=$IFS
-	IFS=$tf_nl
-	set -f
-	for tf_l in $tf_tail; do
-		printf '@st %s\n' "$tf_l"
-	done
-	set +f
-	IFS=$tf_ifs
-	tf_tail=
-}
+# tf_nl, tf_sttail and tf_stlines: scripts/stlines.sh.
 t=$(mktemp "${TMPDIR:-/tmp}/taoflow-poll.XXXXXX") || exit 1
 trap 'rm -f "$t" "$t.e" "$t.i"' EXIT
 echo "@now $(date +%s)"

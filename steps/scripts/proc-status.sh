@@ -17,29 +17,7 @@
 # head for new log bytes and tail for status.json. Everything else is
 # builtins.
 tf_dir=$HOME/$tf_jobs
-tf_nl='
-'
-# tf_sttail FILE: sets tf_tail to the end of FILE (8 KiB, whose first line
-# may be cut: the reader drops lines that are not whole JSON objects) and
-# st to its last line.
-tf_tail=
-tf_sttail() {
-	tf_tail=$(tail -c 8192 "$1")
-	st=${tf_tail##*"$tf_nl"}
-}
-# tf_stlines: prints each line of tf_tail as "@st LINE" (then clears it),
-# with builtins only: the reader takes the lines after the last it saw.
-tf_stlines() {
-	tf_ifs=$IFS
-	IFS=$tf_nl
-	set -f
-	for tf_l in $tf_tail; do
-		printf '@st %s\n' "$tf_l"
-	done
-	set +f
-	IFS=$tf_ifs
-	tf_tail=
-}
+# tf_nl, tf_sttail and tf_stlines: scripts/stlines.sh.
 eval "set -- $tf_probes"
 # tf_state INDEX ID: the job's state, exit code, cancel mark and age, kept
 # in tf_<field>_INDEX for the second pass. Every state is read before any
