@@ -135,6 +135,26 @@ func DownloadResults(ctx context.Context, store *state.Store, runID string, opts
 	return out, nil
 }
 
+// RecordDownloads records on each upload node of ds that came back without
+// error where its copy now lies (the node fact downloaded_to, an absolute
+// directory), so that the results table, status --json and the web UI
+// list it beside the upload's URL; a later download of the same upload
+// replaces it. store must be open for writing.
+func RecordDownloads(ctx context.Context, store *state.Store, runID string, ds []Download) error {
+	var errs []error
+	for _, d := range ds {
+		if d.Err != nil {
+			continue
+		}
+		to, err := filepath.Abs(d.To)
+		if err == nil {
+			err = store.SetNodeFact(ctx, runID, d.Node, factDownloadedTo, to)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
 // EndpointError refuses a download whose S3 endpoints the user did not
 // confirm.
 type EndpointError struct {

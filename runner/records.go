@@ -164,6 +164,9 @@ const (
 	factUploadURL   = "upload_url"   // the destination, a file:// one made absolute
 	factEndpointURL = "endpoint_url" // with.endpoint_url of an s3:// one
 	factRegion      = "region"       // with.region
+	// factDownloadedTo is where `results --download` last brought the
+	// upload back: an absolute local directory (RecordDownloads).
+	factDownloadedTo = "downloaded_to"
 )
 
 // recordUpload records where an upload put its results.

@@ -134,6 +134,9 @@ func Results(ctx context.Context, store *state.Store, runID string) (ResultTable
 			if to := o.Facts[steps.RecordFetchedTo]; to != "" && o.State == string(engine.Succeeded) {
 				row.Results = append(row.Results, to)
 			}
+			if to := o.Facts[factDownloadedTo]; to != "" && o.State == string(engine.Succeeded) {
+				row.Results = append(row.Results, to)
+			}
 			if why := o.Facts[factPartial]; why != "" && o.State == string(engine.Succeeded) {
 				row.Partial, row.PartialWhy = true, why
 			}

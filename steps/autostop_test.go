@@ -201,14 +201,16 @@ func TestAutostopMaxAfter(t *testing.T) {
 // process ends, its directory goes).
 func TestAutostopRenewed(t *testing.T) {
 	t.Parallel()
-	e, _ := autostopEnv(t, &plan.Autostop{After: 2 * time.Second, Command: stopCommand})
+	// after is 4 s, so a renewal (every third of it) may come 2.6 s late on
+	// a loaded machine before the lease looks stale.
+	e, _ := autostopEnv(t, &plan.Autostop{After: 4 * time.Second, Command: stopCommand})
 	e.arm(t)
 	dir := filepath.Join(e.inst.Ref, AutostopDir("r1", "a"))
 	pid, err := readPid(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Second) // two and a half afters, no job
+	time.Sleep(10 * time.Second) // two and a half afters, no job
 	if e.fired() {
 		t.Fatalf("the watchdog fired while taoflow renewed the lease")
 	}
@@ -222,7 +224,7 @@ func TestAutostopRenewed(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the watchdog's directory is left after cleanup: %v", err)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(5 * time.Second) // more than after
 	if e.fired() {
 		t.Errorf("a disarmed watchdog fired")
 	}

@@ -64,7 +64,9 @@ credentials of this environment), file:// by copying. Each copy lands in
 DIR/CELL/STEP (DIR/@INSTANCE/STEP without a matrix) and is checked against
 its taoflow-run.json: every file's sha256, or the file count and bytes
 where the manifest has no checksums. A copy that does not match is an
-error (exit 1), naming the files.
+error (exit 1), naming the files. Where each copy landed is recorded in
+the state: the results table, --json and the web UI list it beside the
+upload's URL (a later download of the same upload replaces it).
 
 The state may have come from elsewhere (a committed .taoflow/), so what it
 says steers nothing unchecked: DIR must be yours alone to write (owned by
@@ -103,7 +105,7 @@ your signed requests there.`,
 				return usageError(err)
 			}
 			if f.download != "" {
-				return download(ctx, sio, store, run.ID, runner.DownloadOptions{Cells: f.cells, Dir: f.download, EndpointURLs: f.endpoint})
+				return download(ctx, sio, store, g.stateDir, run.ID, runner.DownloadOptions{Cells: f.cells, Dir: f.download, EndpointURLs: f.endpoint})
 			}
 			if f.sort != "" {
 				if err := t.Sort(f.sort); err != nil {
@@ -364,14 +366,26 @@ func csvFields(fields []string) []string {
 	return fields
 }
 
-// download brings a run's uploaded results back and says how each went.
-func download(ctx context.Context, sio stdio, store *state.Store, run string, opts runner.DownloadOptions) error {
+// download brings a run's uploaded results back, says how each went and
+// records where the copies lie in the state in dir (store is that state,
+// opened for reading).
+func download(ctx context.Context, sio stdio, store *state.Store, dir, run string, opts runner.DownloadOptions) error {
 	ds, err := runner.DownloadResults(ctx, store, run, opts)
 	if err != nil {
 		return usageError(err)
 	}
 	if len(ds) == 0 {
 		return fmt.Errorf("run %s uploaded no results", run)
+	}
+	// Where the copies lie is worth a line in the results table, not the
+	// download: a state this user may only read keeps them unrecorded.
+	if w, err := state.Open(dir); err != nil {
+		fmt.Fprintf(escapeWriter{sio.err}, "taoflow: warning: where the results were downloaded is not recorded in the state: %v\n", err)
+	} else {
+		if err := runner.RecordDownloads(ctx, w, run, ds); err != nil {
+			fmt.Fprintf(escapeWriter{sio.err}, "taoflow: warning: where the results were downloaded is not recorded in the state: %v\n", err)
+		}
+		_ = w.Close()
 	}
 	failed := 0
 	for _, d := range ds {
