@@ -30,6 +30,10 @@ import (
 //	rc        the command's exit code, written when it ends
 //	canceled  present when taoflow cancelled the job
 //
+// and the run's directory holds events, where each batch script appends
+// "@end JOB" as it ends: the pool's watcher (watch.go) follows it and wakes
+// that job's wait.
+//
 // Every job is its own sbatch (no job array): a cell is a node of its own
 // in taoflow's graph, placed, retried, adopted and cancelled on its own,
 // and slots keep at most that many of a pool's jobs queued, so an array's
@@ -543,6 +547,15 @@ func slurmObservation(o *observation, id, jid, rc string, q squeueLine, inQueue 
 		return
 	}
 	o.Age = q.Elapsed
+	if hasRC && code == 0 && (q.State == "RUNNING" || q.State == "COMPLETING") {
+		// The batch script wrote its exit code 0 as its last act: the job
+		// is done, though Slurm has not yet moved it on (the watcher woke
+		// this poll at its end, not at the next tick). A code other than
+		// 0 waits for Slurm's own state: it may say why (OUT_OF_MEMORY,
+		// TIMEOUT).
+		o.State, o.Code = stateExited, 0
+		return
+	}
 	exit := q.Exit >> 8
 	if sig := q.Exit & 0x7f; sig != 0 {
 		exit = 128 + sig

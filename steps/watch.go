@@ -161,13 +161,22 @@ type watcher struct {
 	lines     int  // the lines the streams printed so far
 }
 
+// watchedEvents is the events file the watchers follow: eventsFile under
+// the instance's home, or on Slurm the run's events file in the shared
+// workdir, which each job's batch script appends to as it ends on its
+// compute node (scripts/slurm-job.sh). A line that a shared filesystem
+// delays or mangles costs a wake, never a job's state: the polls read
+// that from squeue and the job's directory.
+func (s *Steps) watchedEvents() string {
+	if s.onSlurm() {
+		return s.slurmWorkdir() + "/" + s.cfg.RunID + "/events"
+	}
+	return eventsFile
+}
+
 // canWatch reports whether the steps' platform can hold a watcher on its
 // instances, and the streamer to hold it with.
 func (s *Steps) canWatch() (platform.Streamer, bool) {
-	if s.onSlurm() {
-		// Slurm's jobs end on compute nodes: squeue is asked every poll.
-		return nil, false
-	}
 	st, ok := s.cfg.Platform.(platform.Streamer)
 	if !ok {
 		return nil, false
@@ -328,9 +337,9 @@ func (w *watcher) halt() {
 func (w *watcher) loop(ctx context.Context) {
 	defer close(w.done)
 	sc := privatePrelude + script(Params{
-		"tf_events": eventsFile,
+		"tf_events": w.s.watchedEvents(),
 		"tf_run":    w.s.cfg.RunID,
-		"tf_docker": boolParam(w.s.cfg.Plan == nil || w.s.cfg.Plan.RunsContainers()),
+		"tf_docker": boolParam(!w.s.onSlurm() && (w.s.cfg.Plan == nil || w.s.cfg.Plan.RunsContainers())),
 	}, "watch")
 	backoff, fails, everReady := watchBackoff, 0, false
 	for {

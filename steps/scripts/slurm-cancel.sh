@@ -12,7 +12,8 @@
 # starts with tf-RUN- and whose comment names the run and the pool is
 # cancelled too: a job queued by an apply killed before it recorded its
 # Slurm id is found by its name. Prints "canceled JOB (slurm job ID)" for
-# each.
+# each. A job whose directory holds its exit code (rc) is left alone: its
+# batch script has ended, and Slurm only has to record it COMPLETED.
 tf_home "$tf_base"
 b=$tf_h
 tf_c=
@@ -22,6 +23,7 @@ tf_nl='
 eval "set -- $tf_ids"
 for j in "$@"; do
 	[ -s "$b/$j/id" ] || continue
+	[ -s "$b/$j/rc" ] && continue
 	read -r jid < "$b/$j/id"
 	tf_c="$tf_c $jid"
 	: > "$b/$j/canceled"
@@ -35,6 +37,7 @@ if [ -n "$tf_pool" ]; then
 		case $name in "tf-$tf_run-"*) ;; *) continue;; esac
 		[ "$comment" = "$tf_want" ] || continue
 		case " $tf_c " in *" $jid "*) continue;; esac
+		[ -s "$b/$name/rc" ] && continue
 		tf_c="$tf_c $jid"
 		[ -d "$b/$name" ] && : > "$b/$name/canceled"
 		tf_said="$tf_said${tf_nl}canceled $name (slurm job $jid)"

@@ -11,8 +11,10 @@
 # Needs home.
 #
 # It exports the secrets of DIR/env (NAME=VALUE lines), runs DIR/cmd.sh
-# (or srun with the container's arguments) in the working directory, and
-# writes its exit code to DIR/rc in one write.
+# (or srun with the container's arguments) in the working directory,
+# writes its exit code to DIR/rc in one write, then appends "@end JOB" to
+# the run's events file (DIR/../events), which taoflow's watcher follows
+# to look at once instead of at its next tick (scripts/watch.sh).
 tf_d=$PWD
 if [ -f "$tf_d/env" ]; then
 	while IFS= read -r tf_l; do export "${tf_l?}"; done < "$tf_d/env"
@@ -42,4 +44,5 @@ else
 fi
 tf_rc=$?
 echo "$tf_rc" > "$tf_d/rc"
+printf '@end %s\n' "${tf_d##*/}" >> "${tf_d%/*}/events" 2> /dev/null
 exit "$tf_rc"

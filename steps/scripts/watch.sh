@@ -3,8 +3,9 @@
 # until its stdin closes (taoflow stops watching, or the connection drops
 # and sshd closes the session's input). One per instance for all of a
 # run's waits (steps/watch.go).
-# Parameters: tf_events (the events file under $HOME that
-# proc-supervisor appends "@end JOB" to when a job ends), tf_run (the run
+# Parameters: tf_events (the events file that proc-supervisor, or on
+# Slurm the batch script slurm-job, appends "@end JOB" to when a job ends:
+# absolute, or under $HOME, written with or without a leading ~/), tf_run (the run
 # id: its containers carry the label taoflow.run=RUN), tf_docker (1: also
 # follow the run's containers with docker events).
 #
@@ -14,7 +15,12 @@
 #
 # Processes: wc (the file's size, once), tail -f, cat (stdin), and
 # docker events (and date) when tf_docker is 1 and docker is installed.
-tf_f=$HOME/$tf_events
+# shellcheck disable=SC2088 # a literal ~/, on purpose
+case $tf_events in
+/*) tf_f=$tf_events ;;
+'~/'*) tf_f=$HOME/${tf_events#'~/'} ;;
+*) tf_f=$HOME/$tf_events ;;
+esac
 mkdir -p "${tf_f%/*}" && : >> "$tf_f" || exit 1
 # From the size read now: a line appended after it is in what tail
 # prints, however late tail opens the file.
