@@ -27,24 +27,30 @@ func TestSlurmStates(t *testing.T) {
 		class, note  string
 		reasonPrefix string
 	}{
-		"pending":        {squeue: "7|J|PENDING|Resources|0:00|0|", jid: "7", rc: "-", state: stateRunning, note: "pending in Slurm's queue (Resources)"},
-		"qos limit":      {squeue: "7|J|PENDING|QOSMaxJobsPerUserLimit|0:00|0|", jid: "7", rc: "-", state: stateRunning, note: "pending in Slurm's queue (QOSMaxJobsPerUserLimit)"},
-		"running":        {squeue: "7|J|RUNNING|None|1:02:03|0|", jid: "7", rc: "-", state: stateRunning},
-		"completed":      {squeue: "7|J|COMPLETED|None|0:05|0|", jid: "7", rc: "0", state: stateExited},
-		"failed":         {squeue: "7|J|FAILED|NonZeroExitCode|0:05|768|", jid: "7", rc: "3", state: stateExited, code: 3},
-		"failed no rc":   {squeue: "7|J|FAILED|NonZeroExitCode|0:05|768|", jid: "7", rc: "-", state: stateExited, code: 3},
-		"signal":         {squeue: "7|J|FAILED|NonZeroExitCode|0:05|9|", jid: "7", rc: "-", state: stateExited, code: 137},
-		"timeout":        {squeue: "7|J|TIMEOUT|TimeLimit|1:27|15|", jid: "7", rc: "-", state: stateExited, code: 143, class: ClassTimedOut},
-		"cancelled":      {squeue: "7|J|CANCELLED|None|0:09|15|", jid: "7", rc: "-", canceled: true, state: stateExited, code: 143, class: ClassCanceled},
-		"cancelled by":   {squeue: "7|J|CANCELLED by 0|None|0:09|15|", jid: "7", rc: "-", state: stateExited, code: 143, class: ClassCanceled},
-		"oom":            {squeue: "7|J|OUT_OF_MEMORY|OutOfMemory|0:09|0|", jid: "7", rc: "-", state: stateExited, class: ClassJobFailed},
-		"node fail":      {squeue: "7|J|NODE_FAIL|None|0:09|0|", jid: "7", rc: "-", state: stateExited, class: ClassVanished},
-		"preempted":      {squeue: "7|J|PREEMPTED|None|0:09|0|", jid: "7", rc: "-", state: stateExited, class: ClassVanished},
-		"boot fail":      {squeue: "7|J|BOOT_FAIL|None|0:00|0|", jid: "7", rc: "-", state: stateExited, class: ClassVanished},
-		"purged with rc": {jid: "7", rc: "2", state: stateExited, code: 2},
-		"purged":         {jid: "7", rc: "-", state: stateVanished, reasonPrefix: "Slurm no longer lists job 7"},
-		"never queued":   {jid: "-", rc: "-", state: stateMissing},
-		"another job":    {squeue: "9|J|RUNNING|None|0:09|0|", jid: "7", rc: "-", state: stateVanished, reasonPrefix: "Slurm no longer lists job 7"},
+		"pending":   {squeue: "7|J|PENDING|Resources|0:00|0|", jid: "7", rc: "-", state: stateRunning, note: "pending in Slurm's queue (Resources)"},
+		"qos limit": {squeue: "7|J|PENDING|QOSMaxJobsPerUserLimit|0:00|0|", jid: "7", rc: "-", state: stateRunning, note: "pending in Slurm's queue (QOSMaxJobsPerUserLimit)"},
+		"running":   {squeue: "7|J|RUNNING|None|1:02:03|0|", jid: "7", rc: "-", state: stateRunning},
+		"completed": {squeue: "7|J|COMPLETED|None|0:05|0|", jid: "7", rc: "0", state: stateExited},
+		// The batch script wrote rc 0 as its last act; Slurm lags.
+		"rc 0 running":    {squeue: "7|J|RUNNING|None|0:05|0|", jid: "7", rc: "0", state: stateExited},
+		"rc 0 completing": {squeue: "7|J|COMPLETING|None|0:05|0|", jid: "7", rc: "0", state: stateExited},
+		// Another code waits for Slurm's own word (it may be OOM).
+		"rc 137 running":  {squeue: "7|J|RUNNING|None|0:05|0|", jid: "7", rc: "137", state: stateRunning},
+		"rc 1 completing": {squeue: "7|J|COMPLETING|None|0:05|0|", jid: "7", rc: "1", state: stateRunning},
+		"failed":          {squeue: "7|J|FAILED|NonZeroExitCode|0:05|768|", jid: "7", rc: "3", state: stateExited, code: 3},
+		"failed no rc":    {squeue: "7|J|FAILED|NonZeroExitCode|0:05|768|", jid: "7", rc: "-", state: stateExited, code: 3},
+		"signal":          {squeue: "7|J|FAILED|NonZeroExitCode|0:05|9|", jid: "7", rc: "-", state: stateExited, code: 137},
+		"timeout":         {squeue: "7|J|TIMEOUT|TimeLimit|1:27|15|", jid: "7", rc: "-", state: stateExited, code: 143, class: ClassTimedOut},
+		"cancelled":       {squeue: "7|J|CANCELLED|None|0:09|15|", jid: "7", rc: "-", canceled: true, state: stateExited, code: 143, class: ClassCanceled},
+		"cancelled by":    {squeue: "7|J|CANCELLED by 0|None|0:09|15|", jid: "7", rc: "-", state: stateExited, code: 143, class: ClassCanceled},
+		"oom":             {squeue: "7|J|OUT_OF_MEMORY|OutOfMemory|0:09|0|", jid: "7", rc: "-", state: stateExited, class: ClassJobFailed},
+		"node fail":       {squeue: "7|J|NODE_FAIL|None|0:09|0|", jid: "7", rc: "-", state: stateExited, class: ClassVanished},
+		"preempted":       {squeue: "7|J|PREEMPTED|None|0:09|0|", jid: "7", rc: "-", state: stateExited, class: ClassVanished},
+		"boot fail":       {squeue: "7|J|BOOT_FAIL|None|0:00|0|", jid: "7", rc: "-", state: stateExited, class: ClassVanished},
+		"purged with rc":  {jid: "7", rc: "2", state: stateExited, code: 2},
+		"purged":          {jid: "7", rc: "-", state: stateVanished, reasonPrefix: "Slurm no longer lists job 7"},
+		"never queued":    {jid: "-", rc: "-", state: stateMissing},
+		"another job":     {squeue: "9|J|RUNNING|None|0:09|0|", jid: "7", rc: "-", state: stateVanished, reasonPrefix: "Slurm no longer lists job 7"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var out strings.Builder
