@@ -87,6 +87,9 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 		return []shellProblem{{Offset: off,
 			Msg: "the command is not valid shell (" + msg + "), so taoflow cannot tell where its ${{ }} values stand; fix the shell syntax"}}
 	}
+	if p, ok := misreadComment(masked, f); ok {
+		return []shellProblem{p}
+	}
 	chains := make([][]syntax.Node, len(spans))
 	var stack []syntax.Node
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -118,6 +121,33 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 		}
 	}
 	return out
+}
+
+// misreadComment finds a comment of f (the parse of masked) whose # does
+// not start a word, and says so. The shell starts a comment only at a
+// word's start (after a blank, a newline or an operator), but inside ( ),
+// $( ), <( ), an array or a case, mvdan.cc/sh reads a # right after a
+// quote or an expansion ((echo 'a'#), $(echo "$x"#)) as one, to the end of
+// the line: what follows on that line is code to sh and a comment to the
+// check, so an expression there would be judged as standing in a comment,
+// or a line continued into the next would hide what the next line's
+// expression is an argument of (eval, sh -c).
+func misreadComment(masked string, f *syntax.File) (shellProblem, bool) {
+	var found shellProblem
+	ok := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		c, is := n.(*syntax.Comment)
+		if !is || ok {
+			return !ok
+		}
+		off := int(c.Hash.Offset())
+		if off > 0 && off <= len(masked) && !strings.ContainsRune(" \t\n;&|()<>", rune(masked[off-1])) {
+			found, ok = shellProblem{Offset: off,
+				Msg: "this # follows a word with no space before it: sh reads it as part of the word, but taoflow's shell parser reads a comment from it to the end of the line, so it cannot tell where the ${{ }} values of the command stand; put the # in quotes ('#') or a space before it"}, true
+		}
+		return !ok
+	})
+	return found, ok
 }
 
 // shellCmd is a command being checked: its text as written and where its
@@ -169,13 +199,16 @@ func (sc *shellCmd) placement(masked string, off int, chain []syntax.Node, expr 
 	}
 	leaf := chain[len(chain)-1]
 	if hi := off + len(expr); hi < len(masked) && masked[hi] == '#' && slices.ContainsFunc(chain, func(n syntax.Node) bool {
-		_, ok := n.(*syntax.CmdSubst)
-		return ok
+		switch n.(type) {
+		case *syntax.CmdSubst, *syntax.Subshell, *syntax.ProcSubst, *syntax.ArrayExpr, *syntax.CaseClause:
+			return true
+		}
+		return false
 	}) {
-		// The value ends in a quote: some parsers of $( ) (mvdan.cc/sh
-		// among them) read a # after a quote as a comment, which would
-		// leave the $( ) unclosed.
-		return "a # right after " + expr + " inside $( ) may start a comment once the value (a quoted word) is pasted in; put the # in quotes ('#') or a space before it"
+		// The value ends in a quote: some parsers of what ( opens
+		// (mvdan.cc/sh among them) read a # after a quote as a comment,
+		// which would leave the ( unclosed (misreadComment).
+		return "a # right after " + expr + " inside ( ), $( ), <( ), an array or a case may start a comment once the value (a quoted word) is pasted in; put the # in quotes ('#') or a space before it"
 	}
 	switch leaf.(type) {
 	case *syntax.Comment:

@@ -94,6 +94,10 @@ func TestExpressionPlacement(t *testing.T) {
 		"[[ -eq ]]":              {command: `[[ ${{ vars.x }} -eq 1 ]]`, shell: "bash", want: "is an operand of -eq in [[ ]]"},
 		"[[ -v ]]":               {command: `[[ -v ${{ vars.x }} ]]`, shell: "bash", want: "is a variable name for -v"},
 		"[ -v ]":                 {command: `[ -v ${{ vars.x }} ]`, shell: "bash", want: "is the variable name that [ -v reads"},
+		// mvdan.cc/sh reads this # as a comment to the end of the line
+		// (inside ( ), after a quote); sh reads a word a# and continues
+		// eval's line into the next, so the value ran as code.
+		"# after a quote in ( )": {command: "(echo 'a'# ; eval \\\n${{ vars.x }})", want: "plan.yaml:11:18: error: this # follows a word with no space before it"},
 	}
 	for name, tc := range unsafe {
 		t.Run("unsafe/"+name, func(t *testing.T) {
@@ -131,6 +135,8 @@ func TestExpressionPlacement(t *testing.T) {
 		"glob sh":         `/bin/s? -c ${{ vars.x }}`,
 		"quoted eval":     `"eval" ${{ vars.x }}`,
 		"{var} redirect":  `{${{ vars.x }}}<0 true`,
+		"# after in ( )":  `(echo ${{ vars.x }}#)`,
+		"# after in case": "case a in a) echo ${{ vars.x }}#;; esac",
 	}
 	for name, command := range refused {
 		t.Run("refused/"+name, func(t *testing.T) {
@@ -162,6 +168,8 @@ func TestExpressionPlacement(t *testing.T) {
 		`[ ${{ vars.x }} = a ]`,
 		`[[ ${{ vars.x }} == a ]]`,
 		`sh -c 'echo "$1"' _ "$(echo ${{ vars.x }})"`,
+		`echo 'a'#b ${{ vars.x }}`,
+		`(echo 'a' #c` + "\n" + `echo ${{ vars.x }})`,
 	}
 	for _, command := range safe {
 		t.Run("safe/"+command, func(t *testing.T) {
