@@ -87,7 +87,7 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 		return []shellProblem{{Offset: off,
 			Msg: "the command is not valid shell (" + msg + "), so taoflow cannot tell where its ${{ }} values stand; fix the shell syntax"}}
 	}
-	if p, ok := misreadComment(masked, f); ok {
+	if p, ok := misreadComment(masked, f); ok && slices.ContainsFunc(spans, func(sp span) bool { return !safeWordNS(sp.ns) }) {
 		return []shellProblem{p}
 	}
 	chains := make([][]syntax.Node, len(spans))

@@ -170,6 +170,7 @@ func TestExpressionPlacement(t *testing.T) {
 		`sh -c 'echo "$1"' _ "$(echo ${{ vars.x }})"`,
 		`echo 'a'#b ${{ vars.x }}`,
 		`(echo 'a' #c` + "\n" + `echo ${{ vars.x }})`,
+		"(echo 'a'#\n)", // misread by the parser, but no value to misplace
 	}
 	for _, command := range safe {
 		t.Run("safe/"+command, func(t *testing.T) {
