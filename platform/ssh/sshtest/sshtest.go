@@ -167,7 +167,9 @@ var errPortTaken = errors.New("port already in use")
 // refuses connections (exit 255). A sandbox next to which a file
 // <sandbox>.hang exists is a hung machine (a VM thrashing on memory, a hung
 // disk or home): connections and the master connection are fine, but every
-// session started from then on never answers and never ends (see Hang). A
+// session started from then on never answers and never ends (see Hang):
+// not before the sandbox is gone (the test's cleanup), or the server stops
+// (stop kills it by this script's path in its command line). A
 // directory <sandbox>.bin holds the machine's own commands, first on PATH
 // (the fake brev's shutdown). A sandbox's file .sandbox-env, when present, is sourced first: the
 // profile of a login node (the Slurm tests export SLURM_CONF there).
@@ -177,7 +179,8 @@ if [ -n "$TF_SANDBOX" ] && [ -e "$TF_SANDBOX.down" ]; then
 	exit 255
 fi
 if [ -n "$TF_SANDBOX" ] && [ -e "$TF_SANDBOX.hang" ]; then
-	exec sleep 100000
+	while [ -d "$TF_SANDBOX" ]; do sleep 1; done
+	exit 255
 fi
 if [ -n "$TF_SANDBOX" ]; then
 	HOME=$TF_SANDBOX; export HOME
@@ -360,6 +363,12 @@ func (s *Server) stop() {
 	pid := s.cmd.Process.Pid
 	for _, p := range descendants(pid) {
 		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	// A hung session whose client went away is no descendant any more
+	// (its connection's process ended; it was reparented): its command
+	// line names the sandbox script.
+	for _, p := range testrig.ProcessesWith(filepath.Join(s.Dir, "sandbox.sh")) {
+		_ = syscall.Kill(p.PID, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	select {
