@@ -116,7 +116,7 @@ steps:
       command: |
         mkdir -p ~/results/${{ cell.id }}
         # The long cell trains until the test lets it end.
-        if [ ${{ matrix.s }} = long ]; then while [ ! -e ~/go ]; do sleep 0.05; done; fi
+        if [ ${{ matrix.s }} = long ]; then while [ ! -e ~/go ] && [ -d ~ ]; do sleep 0.05; done; fi
         echo "cell "${{ matrix.s }}", secret of ${#MY_SECRET} bytes" > ~/results/${{ cell.id }}/out.txt
   - id: wait
     uses: wait
@@ -923,7 +923,7 @@ steps:
   - id: train
     uses: run
     on: [gone, stopped, cut]
-    with: {command: "touch ~/started; while [ ! -e ~/go ]; do sleep 0.05; done"}
+    with: {command: "touch ~/started; while [ ! -e ~/go ] && [ -d ~ ]; do sleep 0.05; done"}
   - id: wait
     uses: wait
     needs: [train]
@@ -1272,7 +1272,7 @@ steps:
   - id: train
     uses: run
     on: [gpu, box]
-    with: {command: "touch ~/started; while [ ! -e ~/go ]; do sleep 0.1; done"}
+    with: {command: "touch ~/started; while [ ! -e ~/go ] && [ -d ~ ]; do sleep 0.1; done"}
   - id: wait
     uses: wait
     needs: [train]
@@ -1418,7 +1418,7 @@ steps:
   - id: train
     uses: run
     on: [gone, stopped]
-    with: {command: "touch ~/started; while [ ! -e ~/go ]; do sleep 0.05; done"}
+    with: {command: "touch ~/started; while [ ! -e ~/go ] && [ -d ~ ]; do sleep 0.05; done"}
   - id: wait
     uses: wait
     needs: [train]
