@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -210,7 +211,19 @@ func TestAutostopRenewed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Second) // two and a half afters, no job
+	// The lease holds the Unix second of its last renewal: wait until the
+	// renewals have carried it two and a half afters past the first one
+	// (no job runs meanwhile), or the watchdog fired.
+	var first int64
+	testrig.Eventually(t, 10*time.Second, "a lease to read", func() bool {
+		var ok bool
+		first, ok = readLease(dir)
+		return ok
+	})
+	testrig.Eventually(t, time.Minute, "the lease renewed for 10 s", func() bool {
+		v, ok := readLease(dir)
+		return (ok && v-first >= 10) || e.fired()
+	})
 	if e.fired() {
 		t.Fatalf("the watchdog fired while taoflow renewed the lease")
 	}
@@ -224,10 +237,22 @@ func TestAutostopRenewed(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the watchdog's directory is left after cleanup: %v", err)
 	}
-	time.Sleep(5 * time.Second) // more than after
+	// Its process group is gone, so nothing of it can run the command
+	// later: what fired() says now is final.
 	if e.fired() {
 		t.Errorf("a disarmed watchdog fired")
 	}
+}
+
+// readLease reads the Unix second a watchdog's lease in dir was last
+// renewed at; false while a renewal is rewriting it.
+func readLease(dir string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "lease"))
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return v, err == nil
 }
 
 // TestAutostopInert: an autostop without a command on a machine the run
