@@ -161,8 +161,8 @@ type watcher struct {
 	lines     int  // the lines the streams printed so far
 }
 
-// watchedEvents is the events file the watchers follow: eventsFile under
-// the instance's home, or on Slurm the run's events file in the shared
+// watchedEvents is the events file the watchers follow (as tf_home reads
+// it): eventsFile under the instance's home, or on Slurm the run's events file in the shared
 // workdir, which each job's batch script appends to as it ends on its
 // compute node (scripts/slurm-job.sh). A line that a shared filesystem
 // delays or mangles costs a wake, never a job's state: the polls read
@@ -171,7 +171,7 @@ func (s *Steps) watchedEvents() string {
 	if s.onSlurm() {
 		return s.slurmWorkdir() + "/" + s.cfg.RunID + "/events"
 	}
-	return eventsFile
+	return "~/" + eventsFile
 }
 
 // canWatch reports whether the steps' platform can hold a watcher on its
@@ -340,7 +340,7 @@ func (w *watcher) loop(ctx context.Context) {
 		"tf_events": w.s.watchedEvents(),
 		"tf_run":    w.s.cfg.RunID,
 		"tf_docker": boolParam(!w.s.onSlurm() && (w.s.cfg.Plan == nil || w.s.cfg.Plan.RunsContainers())),
-	}, "watch")
+	}, "home", "watch")
 	backoff, fails, everReady := watchBackoff, 0, false
 	for {
 		r, pw := io.Pipe()

@@ -4,10 +4,11 @@
 # and sshd closes the session's input). One per instance for all of a
 # run's waits (steps/watch.go).
 # Parameters: tf_events (the events file that proc-supervisor, or on
-# Slurm the batch script slurm-job, appends "@end JOB" to when a job ends:
-# absolute, or under $HOME, written with or without a leading ~/), tf_run (the run
+# Slurm the batch script slurm-job, appends "@end JOB" to when a job ends;
+# may start with ~/), tf_run (the run
 # id: its containers carry the label taoflow.run=RUN), tf_docker (1: also
 # follow the run's containers with docker events).
+# Needs home.
 #
 # Prints "@ready" once it follows (every end after that line is
 # reported; taoflow polls once on it for the ends before), then
@@ -15,12 +16,8 @@
 #
 # Processes: wc (the file's size, once), tail -f, cat (stdin), and
 # docker events (and date) when tf_docker is 1 and docker is installed.
-# shellcheck disable=SC2088 # a literal ~/, on purpose
-case $tf_events in
-/*) tf_f=$tf_events ;;
-'~/'*) tf_f=$HOME/${tf_events#'~/'} ;;
-*) tf_f=$HOME/$tf_events ;;
-esac
+tf_home "$tf_events"
+tf_f=$tf_h
 mkdir -p "${tf_f%/*}" && : >> "$tf_f" || exit 1
 # From the size read now: a line appended after it is in what tail
 # prints, however late tail opens the file.
