@@ -133,21 +133,20 @@ func checkShellPlacement(text string, refs []Ref) []shellProblem {
 // or a line continued into the next would hide what the next line's
 // expression is an argument of (eval, sh -c).
 func misreadComment(masked string, f *syntax.File) (shellProblem, bool) {
-	var found shellProblem
-	ok := false
+	off := -1
 	syntax.Walk(f, func(n syntax.Node) bool {
-		c, is := n.(*syntax.Comment)
-		if !is || ok {
-			return !ok
+		if c, is := n.(*syntax.Comment); is && off < 0 {
+			if o := int(c.Hash.Offset()); o > 0 && o <= len(masked) && !strings.ContainsRune(" \t\n;&|()<>", rune(masked[o-1])) {
+				off = o
+			}
 		}
-		off := int(c.Hash.Offset())
-		if off > 0 && off <= len(masked) && !strings.ContainsRune(" \t\n;&|()<>", rune(masked[off-1])) {
-			found, ok = shellProblem{Offset: off,
-				Msg: "this # follows a word with no space before it: sh reads it as part of the word, but taoflow's shell parser reads a comment from it to the end of the line, so it cannot tell where the ${{ }} values of the command stand; put the # in quotes ('#') or a space before it"}, true
-		}
-		return !ok
+		return off < 0
 	})
-	return found, ok
+	if off < 0 {
+		return shellProblem{}, false
+	}
+	return shellProblem{Offset: off,
+		Msg: "this # follows a word with no space before it: sh reads it as part of the word, but taoflow's shell parser reads a comment from it to the end of the line, so it cannot tell where the ${{ }} values of the command stand; put the # in quotes ('#') or a space before it"}, true
 }
 
 // shellCmd is a command being checked: its text as written and where its

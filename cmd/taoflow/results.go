@@ -379,13 +379,8 @@ func download(ctx context.Context, sio stdio, store *state.Store, dir, run strin
 	}
 	// Where the copies lie is worth a line in the results table, not the
 	// download: a state this user may only read keeps them unrecorded.
-	if w, err := state.Open(dir); err != nil {
+	if err := recordDownloads(ctx, dir, run, ds); err != nil {
 		fmt.Fprintf(escapeWriter{sio.err}, "taoflow: warning: where the results were downloaded is not recorded in the state: %v\n", err)
-	} else {
-		if err := runner.RecordDownloads(ctx, w, run, ds); err != nil {
-			fmt.Fprintf(escapeWriter{sio.err}, "taoflow: warning: where the results were downloaded is not recorded in the state: %v\n", err)
-		}
-		_ = w.Close()
 	}
 	failed := 0
 	for _, d := range ds {
@@ -404,6 +399,16 @@ func download(ctx context.Context, sio stdio, store *state.Store, dir, run strin
 		return fmt.Errorf("%d of %d downloads did not match their manifests", failed, len(ds))
 	}
 	return nil
+}
+
+// recordDownloads records ds in the state in dir, opened for writing.
+func recordDownloads(ctx context.Context, dir, run string, ds []runner.Download) error {
+	w, err := state.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return runner.RecordDownloads(ctx, w, run, ds)
 }
 
 // gpuHoursText is a row's GPU-hours as the table shows them ("" for none).
